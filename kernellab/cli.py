@@ -1,0 +1,126 @@
+"""The command line behind build.py: run, check, build."""
+import argparse
+import sys
+from pathlib import Path
+
+from kernellab import judge
+from kernellab.artifacts import write_artifact
+from kernellab.content import DTYPES, load_content
+from kernellab.errors import BuildError
+from kernellab.render import render_site
+from kernellab.site import SiteWriter
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def parse_args(argv: list) -> argparse.Namespace:
+    """Parse build.py's options."""
+    p = argparse.ArgumentParser(
+        prog="build.py",
+        description="Kernel Lab: render the evidence site from site_src/ and runs/ into public/ "
+                    "(default), or run the benchmarks on a CUDA GPU first (--run).")
+    p.add_argument("--run", action="store_true", help="measure on this machine's CUDA GPU, store the run in runs/, then build")
+    p.add_argument("--check", action="store_true", help="validate everything and check decisions against the evidence; write nothing")
+    p.add_argument("--experiment", action="append", default=[], metavar="SLUG", help="with --run: only this experiment (repeatable)")
+    p.add_argument("--dtype", action="append", default=[], choices=DTYPES, help="with --run: only this dtype (repeatable)")
+    p.add_argument("--profile", action="append", default=[], metavar="ID", help="with --run: only this profile (repeatable)")
+    p.add_argument("--rows", type=int, help="with --run and --cols: measure this custom rows x cols case instead of the experiment's cases")
+    p.add_argument("--cols", type=int, help="see --rows")
+    p.add_argument("--root", type=Path, default=ROOT, help="project root holding site_src/ and runs/ (default: this checkout)")
+    p.add_argument("--out", type=Path, help="output folder (default: ROOT/public)")
+    args = p.parse_args(argv)
+    if (args.rows is None) != (args.cols is None):
+        p.error("--rows and --cols go together")
+    if args.rows is not None and (args.rows < 1 or args.cols < 1):
+        p.error("--rows and --cols must be positive")
+    if not args.run and (args.experiment or args.dtype or args.profile or args.rows):
+        p.error("--experiment, --dtype, --profile, --rows and --cols narrow a --run")
+    if args.run and args.check:
+        p.error("--run and --check do not go together")
+    return args
+
+
+def check_summary(content, problems: list) -> str:
+    """A Markdown summary fit for a pull-request comment."""
+    verdicts = judge.current_verdicts(content.experiments, content.runs)
+    lines = ["## Kernel Lab evidence check", "",
+             f"{len(content.experiments)} experiments, {len(content.decisions)} decisions, {len(content.runs)} runs.", "",
+             "| Experiment | Device | Verdict | Run |", "|---|---|---|---|"]
+    for slug, by_device in verdicts.items():
+        for (device, origin), v in by_device.items():
+            label = device + (" (imported)" if origin == "imported" else "")
+            lines.append(f"| {slug} | {label} | {v.verdict} | {v.run_id} |")
+    lines.append("")
+    if problems:
+        lines += ["### Decisions that need attention", ""]
+        lines += [f"- `{d['source_path']}` ({d['id']:04d} {d['title']}): {message}" for d, message in problems]
+    else:
+        lines.append("Every proposed or accepted decision is supported by the current evidence.")
+    return "\n".join(lines)
+
+
+def relative(path, root: Path) -> str:
+    """path relative to root where possible, for messages."""
+    try:
+        return str(Path(path).resolve().relative_to(root.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def load_and_judge(root: Path):
+    """Load and validate everything, then check decisions against the current verdicts."""
+    content = load_content(root)
+    for d in content.decisions:
+        d["source_path"] = relative(d["source_path"], root)
+    verdicts = judge.current_verdicts(content.experiments, content.runs)
+    return content, judge.decision_problems(content.decisions, verdicts)
+
+
+def build(root: Path, out: Path) -> int:
+    """Render the whole site, and swap it into out only if everything succeeded."""
+    content, problems = load_and_judge(root)
+    if problems:
+        for d, message in problems:
+            print(f"error: {d['source_path']}: {message}", file=sys.stderr)
+        print(f"build stopped: {len(problems)} decision(s) not supported by the evidence; "
+              f"{relative(out, root)}/ left as it was", file=sys.stderr)
+        return 1
+    writer = SiteWriter()
+    for rel_path, data in render_site(content, problems).items():
+        writer.add(rel_path, data)
+    writer.commit(out)
+    print(f"built {len(writer.files)} files into {relative(out, root)}/ "
+          f"({len(content.experiments)} experiments, {len(content.decisions)} decisions, {len(content.runs)} runs)")
+    return 0
+
+
+def main(argv=None) -> int:
+    """Entry point: returns the process exit code."""
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
+    root = args.root.resolve()
+    out = (args.out or root / "public").resolve()
+    try:
+        if args.check:
+            content, problems = load_and_judge(root)
+            print(check_summary(content, problems))
+            return 1 if problems else 0
+        if args.run:
+            from kernellab import measure
+
+            content = load_content(root)  # validate inputs before spending GPU time
+            unknown = [s for s in args.experiment if s not in content.experiments]
+            if unknown:
+                raise BuildError(root / "site_src" / "experiments", f"no experiment named {', '.join(unknown)}")
+            custom = (args.rows, args.cols) if args.rows else None
+            items = measure.plan(content.experiments, args.experiment, args.dtype, args.profile, custom)
+            if not items:
+                raise BuildError("build.py --run", "the filters leave nothing to measure")
+            measure.require_gpu()
+            artifact = measure.run(items, root, ["build.py", *argv])
+            path = write_artifact(artifact, root / "runs")
+            print(f"stored {relative(path, root)}")
+        return build(root, out)
+    except BuildError as exc:
+        print(f"error: {relative(exc.path, root) if exc.path.startswith('/') else exc.path}: {exc.problem}", file=sys.stderr)
+        return 1

@@ -1,0 +1,206 @@
+"""Load everything the site is built from, and check it fits together before anything renders.
+
+site_src/experiments/<slug>.yaml   one experiment: question, cases, profiles, claim, boundary
+site_src/decisions/<NNNN>-<slug>.md a decision record: YAML front matter + Markdown body
+runs/<run_id>.json                 one run artifact (see artifacts.py)
+"""
+import datetime
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from kernellab.artifacts import load_artifact
+from kernellab.errors import BuildError
+from kernels.profiles import PROFILES
+
+DTYPES = ("float16", "bfloat16", "float32")
+DECISION_STATUSES = ("proposed", "accepted", "rejected", "deprecated", "superseded")
+VERDICTS = ("supported", "rejected", "inconclusive", "invalid", "not run")
+SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+DECISION_FILE = re.compile(r"^(\d{4})-([a-z0-9]+(?:-[a-z0-9]+)*)\.md$")
+
+
+@dataclass
+class Content:
+    """Everything loaded and cross-checked, ready to judge."""
+
+    experiments: dict  # slug -> experiment dict, in file-name order
+    decisions: list  # decision dicts, by id
+    runs: list  # artifact dicts, oldest first
+    root: Path = field(default=Path("."))
+
+
+def _read_yaml(path: Path, text: str):
+    """Parse YAML text, naming the file on error."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise BuildError(path, f"not valid YAML: {exc}") from None
+
+
+def _require(mapping, keys, path, where=""):
+    """Raise if mapping is not a dict holding every key."""
+    if not isinstance(mapping, dict):
+        raise BuildError(path, f"{where or 'the file'} must be a mapping")
+    missing = [k for k in keys if k not in mapping]
+    if missing:
+        raise BuildError(path, f"{where + ': ' if where else ''}missing {', '.join(missing)}")
+
+
+def _text(value, path, where) -> str:
+    """A required non-empty string."""
+    if not isinstance(value, str) or not value.strip():
+        raise BuildError(path, f"{where} must be a non-empty string")
+    return value.strip()
+
+
+def _string_list(value, path, where) -> list:
+    """A non-empty list of non-empty strings."""
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
+        raise BuildError(path, f"{where} must be a non-empty list of strings")
+    return list(value)
+
+
+def load_experiment(path: Path) -> dict:
+    """Parse and validate one experiment file."""
+    data = _read_yaml(path, path.read_text(encoding="utf-8"))
+    _require(data, ["title", "question", "project", "focus", "why_it_matters", "cases",
+                    "profiles", "dtypes", "metrics", "claim", "boundary"], path)
+    slug = path.stem
+    if not SLUG.match(slug):
+        raise BuildError(path, f"file name {slug!r} is not a slug (lower-case words joined by '-')")
+    for key in ("title", "question", "project", "focus", "why_it_matters"):
+        data[key] = _text(data[key], path, key)
+    if not isinstance(data["cases"], list) or not data["cases"]:
+        raise BuildError(path, "cases must be a non-empty list")
+    case_ids = set()
+    for i, case in enumerate(data["cases"]):
+        _require(case, ["id", "rows", "cols", "description"], path, f"cases[{i}]")
+        if not isinstance(case["id"], str) or not SLUG.match(case["id"]) or case["id"] in case_ids:
+            raise BuildError(path, f"cases[{i}].id must be a unique slug, got {case['id']!r}")
+        case_ids.add(case["id"])
+        for dim in ("rows", "cols"):
+            if not isinstance(case[dim], int) or isinstance(case[dim], bool) or case[dim] < 1:
+                raise BuildError(path, f"cases[{i}].{dim} must be a positive integer")
+    profiles = _string_list(data["profiles"], path, "profiles")
+    for pid in profiles:
+        if pid not in PROFILES:
+            raise BuildError(path, f"unknown profile {pid!r}; known profiles: {', '.join(sorted(PROFILES))}")
+    for dtype in _string_list(data["dtypes"], path, "dtypes"):
+        if dtype not in DTYPES:
+            raise BuildError(path, f"unknown dtype {dtype!r}; use {', '.join(DTYPES)}")
+    _string_list(data["metrics"], path, "metrics")
+    passes = data.setdefault("passes", ["forward"])
+    if not set(_string_list(passes, path, "passes")) <= {"forward", "backward"}:
+        raise BuildError(path, "passes may hold only 'forward' and 'backward'")
+    claim = data["claim"]
+    _require(claim, ["statement", "candidate", "baseline", "min_speedup"], path, "claim")
+    for role in ("candidate", "baseline"):
+        if claim[role] not in profiles:
+            raise BuildError(path, f"claim.{role} {claim[role]!r} is not one of this experiment's profiles")
+    if not isinstance(claim["min_speedup"], (int, float)) or claim["min_speedup"] <= 0:
+        raise BuildError(path, "claim.min_speedup must be a positive number")
+    claim.setdefault("pass", "forward")
+    if claim["pass"] not in passes:
+        raise BuildError(path, f"claim.pass {claim['pass']!r} is not one of this experiment's passes")
+    _require(data["boundary"], ["shows", "does_not_show"], path, "boundary")
+    data["slug"] = slug
+    data["source_path"] = str(path)
+    return data
+
+
+def split_front_matter(path: Path, text: str):
+    """Split '---' YAML front matter from a Markdown body."""
+    match = re.match(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)(.*)\Z", text, re.S)
+    if not match:
+        raise BuildError(path, "a decision record must start with YAML front matter between '---' lines")
+    return _read_yaml(path, match.group(1)), match.group(2)
+
+
+def load_decision(path: Path) -> dict:
+    """Parse and validate one decision record (cross-references are checked later)."""
+    name = DECISION_FILE.match(path.name)
+    if not name:
+        raise BuildError(path, "a decision file must be named NNNN-slug.md")
+    meta, body = split_front_matter(path, path.read_text(encoding="utf-8"))
+    _require(meta, ["id", "title", "status", "date", "rests_on"], path, "front matter")
+    if meta["id"] != int(name.group(1)):
+        raise BuildError(path, f"id {meta['id']!r} does not match the file number {name.group(1)}")
+    if meta["status"] not in DECISION_STATUSES:
+        raise BuildError(path, f"status {meta['status']!r} is not one of {', '.join(DECISION_STATUSES)}")
+    if isinstance(meta["date"], datetime.date):
+        meta["date"] = meta["date"].isoformat()
+    meta["title"] = _text(meta["title"], path, "title")
+    if not isinstance(meta["rests_on"], list) or not meta["rests_on"]:
+        raise BuildError(path, "rests_on must list at least one experiment verdict")
+    for i, ref in enumerate(meta["rests_on"]):
+        _require(ref, ["experiment", "device", "expects"], path, f"rests_on[{i}]")
+        ref.setdefault("origin", "measured")
+        if ref["expects"] not in VERDICTS:
+            raise BuildError(path, f"rests_on[{i}].expects {ref['expects']!r} is not one of {', '.join(VERDICTS)}")
+        if ref["origin"] not in ("measured", "imported"):
+            raise BuildError(path, f"rests_on[{i}].origin must be measured or imported")
+    for key in ("supersedes", "superseded_by"):
+        value = meta.setdefault(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, int) for v in value):
+            raise BuildError(path, f"{key} must be a list of decision ids")
+    meta["slug"] = f"{name.group(1)}-{name.group(2)}"
+    meta["body"] = body
+    meta["source_path"] = str(path)
+    return meta
+
+
+def _files(folder: Path, pattern: str) -> list:
+    """Sorted files matching pattern, skipping hidden and temporary files."""
+    return sorted(p for p in folder.glob(pattern) if not p.name.startswith("."))
+
+
+def check_references(experiments: dict, decisions: list, runs: list) -> None:
+    """Every name used across files must exist."""
+    by_id = {d["id"]: d for d in decisions}
+    for d in decisions:
+        path = d["source_path"]
+        for ref in d["rests_on"]:
+            if ref["experiment"] not in experiments:
+                raise BuildError(path, f"names unknown experiment {ref['experiment']!r}")
+        for key in ("supersedes", "superseded_by"):
+            for other in d[key]:
+                if other not in by_id:
+                    raise BuildError(path, f"{key} names unknown decision {other}")
+    for d in decisions:
+        for other in d["supersedes"]:
+            if d["id"] not in by_id[other]["superseded_by"]:
+                raise BuildError(by_id[other]["source_path"],
+                                 f"decision {d['id']} supersedes it, so superseded_by must list {d['id']}")
+    for run in runs:
+        for r in run["results"]:
+            if r["experiment"] not in experiments:
+                raise BuildError(run["source_path"], f"result names unknown experiment {r['experiment']!r}")
+            if r["profile"] not in PROFILES:
+                raise BuildError(run["source_path"], f"result names unknown profile {r['profile']!r}")
+
+
+def load_content(root: Path) -> Content:
+    """Load site_src/ and runs/ under root, validating every file and every cross-reference."""
+    root = Path(root)
+    exp_dir, dec_dir, runs_dir = root / "site_src" / "experiments", root / "site_src" / "decisions", root / "runs"
+    if not exp_dir.is_dir():
+        raise BuildError(exp_dir, "missing: the experiments folder is required")
+    experiments = {}
+    for path in _files(exp_dir, "*.yaml"):
+        experiment = load_experiment(path)
+        experiments[experiment["slug"]] = experiment
+    decisions = [load_decision(p) for p in _files(dec_dir, "*.md")] if dec_dir.is_dir() else []
+    ids = [d["id"] for d in decisions]
+    if len(ids) != len(set(ids)):
+        raise BuildError(dec_dir, "two decision records share an id")
+    runs = []
+    for path in _files(runs_dir, "*.json") if runs_dir.is_dir() else []:
+        run = load_artifact(path)
+        run["source_path"] = str(path)
+        runs.append(run)
+    runs.sort(key=lambda r: (r["started_utc"] or "", r["run_id"]))
+    check_references(experiments, decisions, runs)
+    return Content(experiments, sorted(decisions, key=lambda d: d["id"]), runs, root)

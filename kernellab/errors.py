@@ -1,0 +1,10 @@
+"""The one error type the build reports to the user."""
+
+
+class BuildError(Exception):
+    """A problem in one input file: the message names the file and the problem."""
+
+    def __init__(self, path, problem: str):
+        self.path = str(path)
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}")

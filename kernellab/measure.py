@@ -1,0 +1,328 @@
+"""Run experiment profiles on a CUDA GPU: check correctness, then time, then store one artifact.
+
+Everything torch-related is imported inside functions so that the site build never needs it.
+"""
+import datetime
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+from kernellab.errors import BuildError
+from kernels.profiles import get_profile
+
+# Per-dtype tolerance on |out - ref| <= atol + rtol * |ref| against a float64 reference.
+# rtol is about two units in the last place of the output dtype: the kernels accumulate in
+# fp32, so only the final rounding (and fp16/bf16 intermediates of the naive baseline) show.
+# fp32 allows 1e-5 for fast exp2 approximations and long reductions (N up to 1M).
+TOLERANCES = {"float16": (1e-5, 2e-3), "bfloat16": (1e-4, 1.6e-2), "float32": (1e-7, 1e-5)}
+BYTES_PER_ELEMENT = {"float16": 2, "bfloat16": 2, "float32": 4}
+# Tensors read plus written per element: forward reads x, writes y; backward reads y, dy, writes dx.
+TENSORS_MOVED = {"forward": 2, "backward": 3}
+WARMUP_MS, REP_MS, SEED = 25, 100, 20261121
+COPY_BYTES = 1 << 30  # 1 GiB copied: far larger than any L2, so this is the HBM ceiling
+CHECK_CHUNK_ELEMENTS = 1 << 26  # rows are checked in chunks to bound float64 memory
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """One timed measurement: an experiment's case x profile x dtype x pass."""
+
+    experiment: str
+    case: str
+    rows: int
+    cols: int
+    profile: str
+    dtype: str
+    pass_: str
+
+    def label(self) -> str:
+        """Short text for the progress display."""
+        return f"{self.experiment} {self.case} {self.profile} {self.dtype} {self.pass_}"
+
+
+def plan(experiments: dict, only_experiments=(), only_dtypes=(), only_profiles=(), custom_case=None) -> list:
+    """Expand experiments into work items, narrowed by the command-line filters."""
+    items = []
+    for slug, exp in experiments.items():
+        if only_experiments and slug not in only_experiments:
+            continue
+        cases = [(c["id"], c["rows"], c["cols"]) for c in exp["cases"]]
+        if custom_case:
+            rows, cols = custom_case
+            cases = [(f"custom-{rows}x{cols}", rows, cols)]
+        for case_id, rows, cols in cases:
+            for profile_id in exp["profiles"]:
+                if only_profiles and profile_id not in only_profiles:
+                    continue
+                profile = get_profile(profile_id)
+                for dtype in exp["dtypes"]:
+                    if only_dtypes and dtype not in only_dtypes:
+                        continue
+                    for pass_ in exp["passes"]:
+                        if pass_ == "backward" and profile.backward is None:
+                            continue
+                        items.append(WorkItem(slug, case_id, rows, cols, profile_id, dtype, pass_))
+    return items
+
+
+def utc_now() -> datetime.datetime:
+    """The current time in UTC, to the second."""
+    return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+
+
+def iso(t: datetime.datetime) -> str:
+    """ISO 8601 with a Z."""
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def git_state(root) -> dict:
+    """The commit and dirty flag, from KERNEL_LAB_GIT_COMMIT/_DIRTY if set, else from git."""
+    commit = os.environ.get("KERNEL_LAB_GIT_COMMIT")
+    dirty_env = os.environ.get("KERNEL_LAB_GIT_DIRTY")
+    dirty = None if dirty_env is None else dirty_env.strip().lower() in ("1", "true", "yes")
+    if commit:
+        return {"commit": commit, "dirty": dirty}
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                                text=True, check=True).stdout.strip()
+        status = subprocess.run(["git", "status", "--porcelain", "--", ".", ":!runs", ":!public"],
+                                cwd=root, capture_output=True, text=True, check=True).stdout
+        return {"commit": commit, "dirty": bool(status.strip())}
+    except (OSError, subprocess.CalledProcessError):
+        return {"commit": "unknown", "dirty": dirty}
+
+
+def driver_version():
+    """The NVIDIA driver version from nvidia-smi, or None."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30, check=True).stdout
+        return out.strip().splitlines()[0] or None
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return None
+
+
+def environment() -> dict:
+    """The GPU and software this run measures."""
+    import torch
+    import triton
+
+    props = torch.cuda.get_device_properties(0)
+    return {
+        "device": {
+            "name": props.name,
+            "sm_count": props.multi_processor_count,
+            "memory_bytes": props.total_memory,
+            "l2_bytes": getattr(props, "L2_cache_size", None),
+            "capability": f"{props.major}.{props.minor}",
+        },
+        "driver": driver_version(),
+        "cuda": torch.version.cuda,
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+
+
+def timing_stats(samples_ms: list) -> dict:
+    """Median, p20, p80, min, max and every sample (rounded to 1 ns)."""
+    ordered = sorted(samples_ms)
+    n = len(ordered)
+
+    def quantile(q):
+        return ordered[min(n - 1, int(q * (n - 1) + 0.5))]
+
+    mid = n // 2
+    median = ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    return {
+        "median_ms": round(median, 6), "p20_ms": round(quantile(0.2), 6), "p80_ms": round(quantile(0.8), 6),
+        "min_ms": round(ordered[0], 6), "max_ms": round(ordered[-1], 6), "n_samples": n,
+        "samples_ms": [round(t, 6) for t in samples_ms],
+    }
+
+
+def bench(fn) -> dict:
+    """Time fn with triton's do_bench: warm-up, L2 flushed before every sample, all samples kept."""
+    import triton.testing
+
+    return timing_stats(triton.testing.do_bench(fn, warmup=WARMUP_MS, rep=REP_MS, return_mode="all"))
+
+
+def copy_bandwidth() -> dict:
+    """Device-to-device copy bandwidth, counting bytes read plus bytes written."""
+    import torch
+
+    src = torch.randn(COPY_BYTES // 4, device="cuda")
+    dst = torch.empty_like(src)
+    timing = bench(lambda: dst.copy_(src))
+    moved = 2 * COPY_BYTES
+    del src, dst
+    torch.cuda.empty_cache()
+    return {"bytes_moved": moved, "gbs": round(moved / (timing["median_ms"] * 1e6), 3), "timing": timing}
+
+
+def check(out, ref, dtype: str) -> dict:
+    """Compare every element with the float64 reference, chunk by chunk of rows."""
+    import torch
+
+    atol, rtol = TOLERANCES[dtype]
+    if out.shape != ref.shape or out.dtype != getattr(torch, dtype):
+        return {"passed": False, "max_abs_err": None, "atol": atol, "rtol": rtol, "n_checked": 0,
+                "reference": f"shape/dtype mismatch: got {tuple(out.shape)} {out.dtype}"}
+    rows_per_chunk = max(1, CHECK_CHUNK_ELEMENTS // max(1, ref.shape[-1]))
+    passed, max_err = True, 0.0
+    for start in range(0, ref.shape[0], rows_per_chunk):
+        o = out[start:start + rows_per_chunk].double()
+        r = ref[start:start + rows_per_chunk]
+        diff = (o - r).abs()
+        # NaN anywhere fails: NaN <= tol is False.
+        passed &= bool((diff <= atol + rtol * r.abs()).all())
+        max_err = max(max_err, float(diff.nan_to_num(nan=float("inf")).max()) if diff.numel() else 0.0)
+    finite = max_err != float("inf")
+    return {"passed": passed, "max_abs_err": max_err if finite else None, "atol": atol, "rtol": rtol,
+            "n_checked": ref.numel(), "reference": "torch float64 on the same input"}
+
+
+def softmax_grad_reference(y, dy):
+    """Float64 softmax gradient dx = y * (dy - sum(y * dy)) for the y the kernel sees."""
+    y64, dy64 = y.double(), dy.double()
+    return y64 * (dy64 - (y64 * dy64).sum(dim=-1, keepdim=True))
+
+
+def random_input(rows: int, cols: int, dtype: str, seed: int):
+    """Fresh normal data (never zeros), scaled so exp() sees a realistic spread."""
+    import torch
+
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    return (torch.randn(rows, cols, device="cuda", generator=gen) * 2.0).to(getattr(torch, dtype))
+
+
+def measure_item(item: WorkItem, seed: int, copy_gbs) -> dict:
+    """Check then time one work item; never raises for a kernel's own failure."""
+    import torch
+
+    profile = get_profile(item.profile)
+    element_bytes = BYTES_PER_ELEMENT[item.dtype]
+    result = {
+        "experiment": item.experiment, "case": item.case, "profile": item.profile, "dtype": item.dtype,
+        "shape": [item.rows, item.cols], "pass": item.pass_, "status": "error", "error": None,
+        "correctness": None, "timing": None,
+        "bytes_moved": TENSORS_MOVED[item.pass_] * item.rows * item.cols * element_bytes,
+        "gbs": None, "copy_share": None,
+    }
+    try:
+        x = random_input(item.rows, item.cols, item.dtype, seed)
+        if item.pass_ == "forward":
+            fn = profile.forward_fn()
+            args = (x,)
+            expected = torch.softmax(x.double(), dim=-1)
+        else:
+            fn = profile.backward_fn()
+            y = torch.softmax(x.float(), dim=-1).to(x.dtype)
+            dy = random_input(item.rows, item.cols, item.dtype, seed + 1)
+            args = (y, dy)
+            # The kernel sees y rounded to its dtype; the reference uses that same y.
+            expected = softmax_grad_reference(y, dy)
+        out = fn(*args)
+        torch.cuda.synchronize()
+        result["correctness"] = check(out, expected, item.dtype)
+        del out, expected
+        if not result["correctness"]["passed"]:
+            result["status"] = "failed"
+            return result
+        result["timing"] = bench(lambda: fn(*args))
+        result["status"] = "ok"
+        seconds = result["timing"]["median_ms"] / 1e3
+        result["gbs"] = round(result["bytes_moved"] / seconds / 1e9, 3)
+        if copy_gbs:
+            result["copy_share"] = round(result["gbs"] / copy_gbs, 5)
+        facts = compile_facts(profile, args)
+        if facts:
+            result["compile"] = facts
+    except Exception as exc:  # a broken kernel is a recorded result, not a crashed run
+        result["status"] = "error"
+        result["error"] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:500]
+    finally:
+        torch.cuda.empty_cache()
+    return result
+
+
+def compile_facts(profile, args) -> list:
+    """Registers, spills and launch settings of the Triton kernels a profile launches, if known."""
+    if profile.family != "triton":
+        return []
+    import importlib
+
+    module = importlib.import_module(profile.source_module)
+    facts = getattr(module, "compile_facts", None)
+    if facts is None:
+        return []
+    try:
+        return facts(profile.forward.split(":")[1], *args[:1])
+    except Exception:  # facts are a bonus; a failure to read them must not fail the result
+        return []
+
+
+def require_gpu() -> None:
+    """Raise BuildError unless torch with a CUDA GPU is available."""
+    try:
+        import torch
+    except ImportError:
+        raise BuildError("build.py --run", "needs torch and triton: pip install -e '.[run]'") from None
+    if not torch.cuda.is_available():
+        raise BuildError("build.py --run", "needs a CUDA GPU, and torch.cuda.is_available() is False "
+                         "here. Nothing was written to runs/. To render the site from the stored runs, "
+                         "run: python build.py")
+
+
+def run_id_for(start: datetime.datetime, device_name: str) -> str:
+    """A readable, unique-per-second id: UTC start and the device."""
+    import re
+
+    device = re.sub(r"[^a-z0-9]+", "-", device_name.lower()).strip("-")
+    return f"{start:%Y%m%dT%H%M%SZ}-{device}"
+
+
+def run(items: list, root, argv: list, progress=sys.stderr) -> dict:
+    """Measure every work item on this GPU and return the artifact dict (not yet written)."""
+    import torch
+
+    require_gpu()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    start = utc_now()
+    env = environment()
+    print(f"kernel-lab: measuring on {env['device']['name']} ({len(items)} results to take)", file=progress)
+    copy = copy_bandwidth()
+    print(f"  copy bandwidth: {copy['gbs']:.0f} GB/s", file=progress)
+    results = []
+    t0 = time.monotonic()
+    for i, item in enumerate(items, 1):
+        print(f"[{i}/{len(items)}] {item.label()} ...", end="", file=progress, flush=True)
+        r = measure_item(item, SEED + 1000 * i, copy["gbs"])
+        results.append(r)
+        if r["status"] == "ok":
+            t = r["timing"]
+            print(f" {t['median_ms']:.4f} ms  {r['gbs']:.0f} GB/s  {100 * (r['copy_share'] or 0):.1f}% of copy"
+                  f"  ({time.monotonic() - t0:.0f}s)", file=progress)
+        else:
+            print(f" {r['status'].upper()}: {r['error'] or 'correctness check failed'}", file=progress)
+    command = shlex.join([os.path.basename(sys.executable), *argv])
+    return {
+        "schema_version": 1,
+        "run_id": run_id_for(start, env["device"]["name"]),
+        "origin": "measured",
+        "started_utc": iso(start),
+        "finished_utc": iso(utc_now()),
+        "command": command,
+        "git": git_state(root),
+        "environment": env,
+        "settings": {"timer": "triton.testing.do_bench (CUDA events)", "warmup_ms": WARMUP_MS,
+                     "rep_ms": REP_MS, "l2_flushed": True, "seed": SEED},
+        "copy_bandwidth": copy,
+        "results": results,
+    }
