@@ -1,0 +1,186 @@
+"""Build the site from fixture artifacts into temp folders and assert on the pages."""
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernellab.cli import main
+from kernellab.site import SiteWriter
+from labfixtures import DEVICE, REPO, artifact, decision, make_project, winning_results
+
+WIN = artifact("20261121T100000Z-fixture", winning_results())
+
+
+def build(root: Path, *extra) -> int:
+    """Run build.py's main on a project root, writing into root/public."""
+    return main(["--root", str(root), "--out", str(root / "public"), *extra])
+
+
+def read(root: Path, rel: str) -> str:
+    """A generated page as text."""
+    return (root / "public" / rel).read_text(encoding="utf-8")
+
+
+def text_of(html: str) -> str:
+    """Visible text with tags removed and white space folded."""
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+
+
+def test_builds_the_seed_page_with_verdicts_numbers_and_links(tmp_path):
+    root = make_project(tmp_path, [WIN], {"0001-win.md": decision(1, DEVICE, "supported"),
+                                          "0002-a10g.md": decision(2, "NVIDIA A10G", "rejected", origin="imported")})
+    assert build(root) == 0
+    page = read(root, "experiments/row-softmax-fusion.html")
+    text = text_of(page)
+    for section in ["Evidence verdict", "Evidence boundary", "Why it matters", "Result evidence", "Decision links",
+                    "Cases", "Run profiles", "Metrics", "How to run", "Project", "Focus", "Run shape"]:
+        assert section in text, section
+    assert "Does the current Triton fused row-softmax kernel beat PyTorch" in text
+    # Per-device verdicts: the fixture GPU wins, the imported A10G figures are rejected.
+    assert re.search(rf"{DEVICE}\s*</a>\s*</th>\s*<td><span class=\"badge badge-supported\">supported", page)
+    assert re.search(r"NVIDIA A10G \(imported\)\s*</a>\s*</th>\s*<td><span class=\"badge badge-rejected\">rejected", page)
+    # The numbers: medians from the artifact, the imported figures, the speedup and copy share.
+    r16 = WIN["results"][1]
+    assert f"{r16['timing']['median_ms']:.4g} ms" in text
+    assert f"{r16['gbs']:,.0f} GB/s" in text
+    assert f"{100 * r16['copy_share']:.1f}%" in text
+    assert "0.05018 ms" in text and "0.06554 ms" in text and "0.825×" in text
+    assert "Imported figures, not measured by this lab" in text
+    assert 'href="../decisions/0001-win.html"' in page
+    assert "python build.py --run --experiment row-softmax-fusion" in text
+    decision_page = read(root, "decisions/0001-win.html")
+    assert 'href="../experiments/row-softmax-fusion.html"' in decision_page
+    run_page = text_of(read(root, f"runs/{WIN['run_id']}.html"))
+    for fact in ["Fixture GPU H-1", "132", "2.11.0", "3.6.0", "python build.py --run", "0123456789abcdef"]:
+        assert fact in run_page
+    assert json.loads(read(root, f"runs/{WIN['run_id']}.json"))["run_id"] == WIN["run_id"]
+    index = read(root, "index.html")
+    assert "badge-supported" in index and "badge-rejected" in index
+    assert 'href="experiments/row-softmax-fusion.html"' in index
+
+
+def test_every_relative_link_resolves(tmp_path):
+    root = make_project(tmp_path, [WIN], {"0001-win.md": decision(1, DEVICE, "supported")})
+    assert build(root) == 0
+    public = root / "public"
+    for page in public.rglob("*.html"):
+        for target in re.findall(r'(?:href|src)="([^"#]+)', page.read_text()):
+            assert not re.match(r"^[a-z]+:", target) and not target.startswith("/"), (page, target)
+            assert (page.parent / target).resolve().exists(), (page, target)
+
+
+def test_swapped_timings_flip_the_verdict_and_check_names_the_decision(tmp_path, capsys):
+    swap = {"torch-baseline": "triton-fused-row-softmax", "triton-fused-row-softmax": "torch-baseline"}
+    swapped = dict(WIN, results=[dict(r, profile=swap[r["profile"]]) for r in WIN["results"]])
+    root = make_project(tmp_path, [swapped], {"0001-win.md": decision(1, DEVICE, "supported")})
+    assert build(root, "--check") == 1
+    out = capsys.readouterr().out
+    assert "site_src/decisions/0001-win.md" in out
+    assert "expects supported" in out and "makes it rejected" in out
+    assert build(root) == 1
+    assert not (root / "public").exists()
+
+
+def test_check_passes_and_prints_markdown_summary(tmp_path, capsys):
+    root = make_project(tmp_path, [WIN], {"0001-win.md": decision(1, DEVICE, "supported")})
+    assert build(root, "--check") == 0
+    out = capsys.readouterr().out
+    assert out.startswith("## Kernel Lab evidence check")
+    assert f"| row-softmax-fusion | {DEVICE} | supported |" in out
+
+
+def test_same_inputs_same_bytes(tmp_path):
+    root = make_project(tmp_path, [WIN])
+    assert build(root) == 0
+    first = {p.relative_to(root / "public"): p.read_bytes() for p in (root / "public").rglob("*") if p.is_file()}
+    assert build(root) == 0
+    second = {p.relative_to(root / "public"): p.read_bytes() for p in (root / "public").rglob("*") if p.is_file()}
+    assert first == second
+
+
+BAD_INPUTS = {
+    "malformed experiment YAML": ("site_src/experiments/row-softmax-fusion.yaml", "title: [unclosed\n", "not valid YAML"),
+    "unknown profile": ("site_src/experiments/row-softmax-fusion.yaml", None, "unknown profile 'torch-magic'"),
+    "decision naming unknown experiment": ("site_src/decisions/0009-x.md",
+                                           decision(9, DEVICE, "supported").replace("experiment: row-softmax-fusion", "experiment: nope"),
+                                           "names unknown experiment 'nope'"),
+    "malformed JSON artifact": ("runs/broken.json", "{not json", "not valid JSON"),
+    "unknown schema version": ("runs/future.json", None, "unknown schema_version 99"),
+    "artifact missing a key": ("runs/partial.json", None, "missing key 'results'"),
+    "decision without front matter": ("site_src/decisions/0008-y.md", "# no front matter\n", "YAML front matter"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_input_names_file_and_problem_and_leaves_public_alone(tmp_path, capsys, case):
+    root = make_project(tmp_path, [WIN])
+    assert build(root) == 0
+    before = {p: p.read_bytes() for p in (root / "public").rglob("*") if p.is_file()}
+    rel, text, message = BAD_INPUTS[case]
+    path = root / rel
+    if case == "unknown profile":
+        text = path.read_text().replace("  - torch-naive\n", "  - torch-magic\n")
+    elif case == "unknown schema version":
+        text = json.dumps(dict(WIN, run_id="future", schema_version=99))
+    elif case == "artifact missing a key":
+        text = json.dumps({k: v for k, v in dict(WIN, run_id="partial").items() if k != "results"})
+    path.write_text(text)
+    assert build(root) == 1
+    err = capsys.readouterr().err
+    assert rel in err and message in err, err
+    after = {p: p.read_bytes() for p in (root / "public").rglob("*") if p.is_file()}
+    assert after == before
+
+
+def test_decision_markdown_is_sanitised(tmp_path):
+    body = ('<script>alert("x")</script>\n\n<img src=x onerror="alert(1)"> [click](javascript:alert(1)) '
+            '<a href="https://example.org" onclick="evil()">ok</a> {{ "{{" }} 7*7 }}')
+    root = make_project(tmp_path, [WIN], {"0001-win.md": decision(1, DEVICE, "supported", body=body)})
+    assert build(root) == 0
+    page = read(root, "decisions/0001-win.html")
+    assert "<script>alert" not in page and "onerror" not in page and "onclick" not in page
+    assert "javascript:" not in page
+    assert 'href="https://example.org"' in page
+
+
+def test_template_variables_are_escaped(tmp_path):
+    root = make_project(tmp_path, [WIN])
+    exp = root / "site_src/experiments/row-softmax-fusion.yaml"
+    exp.write_text(exp.read_text().replace("title: Row Softmax Fusion", 'title: "<b onmouseover=x>Row</b>"'))
+    assert build(root) == 0
+    page = read(root, "experiments/row-softmax-fusion.html")
+    assert "<b onmouseover" not in page and "&lt;b onmouseover=x&gt;Row&lt;/b&gt;" in page
+
+
+def test_writer_refuses_a_path_twice_and_paths_outside():
+    w = SiteWriter()
+    w.add("index.html", b"a")
+    with pytest.raises(ValueError, match="twice"):
+        w.add("index.html", b"b")
+    with pytest.raises(ValueError, match="outside"):
+        w.add("../x.html", b"c")
+
+
+def test_run_without_gpu_fails_clearly_and_writes_nothing(tmp_path):
+    pytest.importorskip("torch")
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    root = make_project(tmp_path, [])
+    before = sorted(p.name for p in (root / "runs").iterdir())
+    proc = subprocess.run([sys.executable, str(REPO / "build.py"), "--root", str(root), "--run"],
+                          capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert "needs a CUDA GPU" in proc.stderr and "Nothing was written to runs/" in proc.stderr
+    assert sorted(p.name for p in (root / "runs").iterdir()) == before
+    assert not (root / "public").exists()
+
+
+def test_committed_runs_build_and_check(tmp_path):
+    """The repo's own site_src/ and runs/ must build and pass the decision check."""
+    assert main(["--root", str(REPO), "--out", str(tmp_path / "public")]) == 0
+    assert main(["--root", str(REPO), "--check"]) == 0
