@@ -4,7 +4,7 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
-from kernellab import judge
+from kernellab import judge, plots
 from kernellab.artifacts import SCHEMA_PATH
 from kernellab.content import Content
 from kernellab.sanitize import render_markdown
@@ -86,16 +86,72 @@ def result_cards(experiment: dict, run: dict) -> list:
     return cards
 
 
+def bandwidth_table(experiment: dict, run: dict, dtype: str) -> dict:
+    """{profile: [(n_cols, gbs, copy_share), ...]} for one dtype of a run, by row length."""
+    index = judge.results_index(run)
+    table = {}
+    for pid in experiment["profiles"]:
+        points = []
+        for case in experiment["cases"]:
+            r = index.get((experiment["slug"], case["id"], pid, dtype, experiment["claim"]["pass"]))
+            if r and r["status"] == "ok" and r["gbs"] is not None:
+                points.append((case["cols"], r["gbs"], r["copy_share"]))
+        if points:
+            table[pid] = sorted(points)
+    return table
+
+
+def group_plots(experiment: dict, run: dict, verdict, label: str, anchor: str) -> list:
+    """The plots of one device's headline run: {path, svg, alt, caption, kind, ...}."""
+    slug, out = experiment["slug"], []
+    if len({c["cols"] for c in experiment["cases"]}) >= 3:
+        copy = (run.get("copy_bandwidth") or {}).get("gbs")
+        for dtype in experiment["dtypes"]:
+            table = bandwidth_table(experiment, run, dtype)
+            if not table:
+                continue
+            ns = sorted({p[0] for points in table.values() for p in points})
+            out.append({
+                "kind": "bandwidth", "dtype": dtype, "table": table, "ns": ns, "copy": copy,
+                "path": f"experiments/{slug}/{anchor}-bandwidth-{dtype}.svg",
+                "svg": plots.bandwidth_vs_n({p: [(n, g) for n, g, _ in pts] for p, pts in table.items()}, copy,
+                                            f"{label}, {dtype}"),
+                "alt": f"Line plot of GB/s against row length N for each profile in {dtype} on {label}, "
+                       f"with the copy ceiling as a dashed line; the numbers are in the table beside it.",
+                "caption": f"Throughput against row length, {dtype}",
+            })
+    rows = [(f"{c.case} {c.dtype}", c.speedup, c.low, c.high) for c in verdict.comparisons if c.speedup is not None]
+    if rows:
+        out.append({
+            "kind": "speedup", "path": f"experiments/{slug}/{anchor}-speedup.svg",
+            "svg": plots.speedup_intervals(rows, experiment["claim"]["min_speedup"], label),
+            "alt": f"Speedup of {experiment['claim']['candidate']} over {experiment['claim']['baseline']} per case and "
+                   f"dtype on {label}, with confidence intervals and the bar; the numbers are in the claim table.",
+            "caption": "Speedup per case and dtype, with its interval",
+        })
+    groups = [(f"{r['profile']} {r['dtype']}", r["timing"]["samples_ms"]) for r in run["results"]
+              if r["experiment"] == slug and r["status"] == "ok" and r.get("timing") and r["timing"]["samples_ms"]]
+    if groups and len(experiment["cases"]) == 1:
+        out.append({
+            "kind": "latency", "path": f"experiments/{slug}/{anchor}-latency.svg",
+            "svg": plots.latency_distribution(groups, label),
+            "alt": f"Box plots of the timing samples per profile and dtype on {label}; medians and p20-p80 are in the result cards.",
+            "caption": "Latency distribution from the timing samples",
+        })
+    return out
+
+
 def experiment_view(experiment: dict, runs: list, decisions: list) -> dict:
     """Everything the experiment page shows."""
     groups = []
     for (device, origin), history in judge.verdict_history(experiment, runs).items():
         headline = history[-1]
         run = next(r for r in runs if r["run_id"] == headline.run_id)
+        label = device_label(device, origin)
         groups.append({
-            "device": device, "origin": origin, "label": device_label(device, origin),
-            "anchor": slugify(device_label(device, origin)), "verdict": headline, "run": run,
-            "cards": result_cards(experiment, run), "history": history,
+            "device": device, "origin": origin, "label": label, "anchor": slugify(label),
+            "verdict": headline, "run": run, "cards": result_cards(experiment, run), "history": history,
+            "plots": group_plots(experiment, run, headline, label, slugify(label)),
         })
     # Measured evidence first, imported figures after it.
     groups.sort(key=lambda g: (g["origin"] != "measured", g["device"]))
@@ -123,6 +179,8 @@ def render_site(content: Content, problems: list) -> dict:
     for view in exp_views:
         files[f"experiments/{view['experiment']['slug']}.html"] = page(
             env, "experiment.html", "../", stale=stale, **view)
+        for group in view["groups"]:
+            files.update({p["path"]: p["svg"] for p in group["plots"]})
     for d in decisions:
         evidence = [(ref, verdicts.get(ref["experiment"], {}).get((ref["device"], ref["origin"])))
                     for ref in d["rests_on"]]
