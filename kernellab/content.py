@@ -103,6 +103,12 @@ def load_experiment(path: Path) -> dict:
     if not isinstance(claim["min_speedup"], (int, float)) or claim["min_speedup"] <= 0:
         raise BuildError(path, "claim.min_speedup must be a positive number")
     claim.setdefault("pass", "forward")
+    claim.setdefault("cases", [c["id"] for c in data["cases"]])
+    unknown_cases = [c for c in _string_list(claim["cases"], path, "claim.cases") if c not in case_ids]
+    if unknown_cases:
+        raise BuildError(path, f"claim.cases names unknown case {unknown_cases[0]!r}")
+    if not isinstance(data.setdefault("details", ""), str):
+        raise BuildError(path, "details must be Markdown text")
     if claim["pass"] not in passes:
         raise BuildError(path, f"claim.pass {claim['pass']!r} is not one of this experiment's passes")
     _require(data["boundary"], ["shows", "does_not_show"], path, "boundary")

@@ -132,8 +132,8 @@ def judge_run(experiment: dict, run: dict) -> Verdict:
     """The verdict one run earns for an experiment's claim."""
     index = results_index(run)
     comparisons = [
-        compare(experiment, run, case["id"], dtype, index)
-        for case in experiment["cases"] for dtype in experiment["dtypes"]
+        compare(experiment, run, case, dtype, index)
+        for case in experiment["claim"]["cases"] for dtype in experiment["dtypes"]
     ]
     states = {c.state for c in comparisons}
     bar = experiment["claim"]["min_speedup"]

@@ -3,6 +3,7 @@ import re
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
 
 from kernellab import judge, plots
 from kernellab.artifacts import SCHEMA_PATH
@@ -56,7 +57,8 @@ def make_env() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(ms=fmt_ms, gbs=fmt_gbs, pct=fmt_pct, x=fmt_x, bytes=fmt_bytes, slug=slugify)
+    env.filters.update(ms=fmt_ms, gbs=fmt_gbs, pct=fmt_pct, x=fmt_x, bytes=fmt_bytes, slug=slugify,
+                       markdown=lambda text: Markup(render_markdown(text)))
     env.globals.update(profiles=PROFILES, how_verdicts=judge.HOW_VERDICTS_ARE_REACHED)
     return env
 
