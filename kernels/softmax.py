@@ -1,0 +1,670 @@
+"""Triton softmax over the last dimension: forward, backward and the seed variants.
+
+Three layers, top to bottom:
+  1. @triton.jit kernels (fp32 accumulation everywhere; row offsets in int64);
+  2. host functions on 2-D tensors: the seed variants (single_block_*, online_*) and the
+     dispatchers softmax_forward / softmax_backward, which pick a path from SOFTMAX_PLANS;
+  3. a thin torch.autograd.Function and `softmax(x, dim)`, a drop-in for torch.softmax.
+
+Paths (see notes/kernels.md for the memory-traffic reasoning):
+  rows   - ROWS_PER_PROGRAM whole rows per program, held in registers: one read, one write.
+  online - persistent grid, one row at a time: pass 1 keeps a per-lane running (max, sum),
+           pass 2 re-reads the row backwards (its tail is the likeliest part still in L2) and writes.
+  split  - long rows with too few rows to fill the GPU: every chunk of every row is a program;
+           launch 1 writes per-chunk partials, launch 2 combines its row's partials and writes
+           its chunk, in reverse launch order so the chunks read last are re-read first, from L2.
+
+Nothing here touches a device at import time.
+"""
+
+import functools
+import itertools
+import math
+import os
+from typing import Callable, NamedTuple
+
+import torch
+import triton
+import triton.language as tl
+
+# ----------------------------------------------------------------------------------------------
+# Layer 1: kernels
+# ----------------------------------------------------------------------------------------------
+# ALIGN is the largest power of two (at most one 16-byte vector) dividing n_cols and every row
+# stride, computed on the host. `n = n // ALIGN * ALIGN` is then a no-op that lets the compiler
+# prove n % ALIGN == 0, so masks and row starts allow ALIGN-wide vector accesses. Triton only
+# specialises integers divisible by 16 on its own, so without this an fp16 row of 1000 or 3000
+# columns is read two bytes at a time.
+
+
+@triton.jit
+def _rows_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
+                     ROWS_PER_PROGRAM: tl.constexpr, BLOCK_SIZE: tl.constexpr, ALIGN: tl.constexpr,
+                     LOAD_CACHE: tl.constexpr, STORE_CACHE: tl.constexpr):
+    """Softmax of ROWS_PER_PROGRAM whole rows held in registers: one read, one write."""
+    n_cols = n_cols // ALIGN * ALIGN
+    input_row_stride = input_row_stride // ALIGN * ALIGN
+    output_row_stride = output_row_stride // ALIGN * ALIGN
+    rows = tl.program_id(0) * ROWS_PER_PROGRAM + tl.arange(0, ROWS_PER_PROGRAM)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
+    rows64 = rows.to(tl.int64)[:, None]
+    # padding is -inf: it never wins the max and adds exp(-inf) = 0 to the sum
+    x = tl.load(input_ptr + rows64 * input_row_stride + cols[None, :], mask=mask,
+                other=float("-inf"), cache_modifier=LOAD_CACHE).to(tl.float32)
+    # a fully -inf row has max -inf, so x - max is NaN everywhere: torch's answer too
+    numerator = tl.exp(x - tl.max(x, axis=1)[:, None])
+    inv_denominator = 1.0 / tl.sum(numerator, axis=1)
+    y = numerator * inv_denominator[:, None]
+    tl.store(output_ptr + rows64 * output_row_stride + cols[None, :],
+             y.to(output_ptr.dtype.element_ty), mask=mask, cache_modifier=STORE_CACHE)
+
+
+@triton.jit
+def _online_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
+                       BLOCK_SIZE: tl.constexpr, ALIGN: tl.constexpr):
+    """Two-pass online softmax of rows program_id, program_id + num_programs, ... in BLOCK_SIZE steps."""
+    n_cols = n_cols // ALIGN * ALIGN
+    input_row_stride = input_row_stride // ALIGN * ALIGN
+    output_row_stride = output_row_stride // ALIGN * ALIGN
+    cols = tl.arange(0, BLOCK_SIZE)
+    n_blocks = tl.cdiv(n_cols, BLOCK_SIZE)
+    for row_idx in range(tl.program_id(0), n_rows, tl.num_programs(0)):
+        row_idx = tl.cast(row_idx, tl.int64)  # tl.cast, not .to(): the interpreter's range yields ints
+        input_row = input_ptr + row_idx * input_row_stride
+        output_row = output_ptr + row_idx * output_row_stride
+        # per-lane running max and sum: no cross-warp reduction (and no barrier) inside the loop
+        lane_max = tl.full([BLOCK_SIZE], float("-inf"), tl.float32)
+        lane_sum = tl.zeros([BLOCK_SIZE], tl.float32)
+        for block in range(0, n_blocks):
+            offsets = block * BLOCK_SIZE + cols
+            x = tl.load(input_row + offsets, mask=offsets < n_cols, other=float("-inf"),
+                        eviction_policy="evict_last").to(tl.float32)
+            # one exp per element: of the old max and x, the larger contributes exp(0) = 1 and
+            # the other exp(-|x - max|); -inf contributes 0 (and -inf - -inf would be NaN)
+            scale = tl.where(x == float("-inf"), 0.0, tl.exp(-tl.abs(x - lane_max)))
+            lane_sum = tl.where(x > lane_max, lane_sum * scale + 1.0, lane_sum + scale)
+            lane_max = tl.maximum(lane_max, x)
+        row_max = tl.max(lane_max, axis=0)
+        # lanes that saw only -inf hold sum 0 and add 0 * exp(-inf) = 0; a fully -inf row has
+        # row_max -inf, so this is NaN and the whole row comes out NaN, as in torch
+        inv_row_sum = 1.0 / tl.sum(lane_sum * tl.exp(lane_max - row_max), axis=0)
+        for block in range(0, n_blocks):
+            offsets = (n_blocks - 1 - block) * BLOCK_SIZE + cols
+            mask = offsets < n_cols
+            x = tl.load(input_row + offsets, mask=mask, other=float("-inf"),
+                        eviction_policy="evict_first").to(tl.float32)
+            y = tl.exp(x - row_max) * inv_row_sum
+            tl.store(output_row + offsets, y.to(output_ptr.dtype.element_ty), mask=mask,
+                     cache_modifier=".cs")
+
+
+@triton.jit
+def _split_stats_fwd_kernel(partial_max_ptr, partial_sum_ptr, input_ptr, input_row_stride, n_cols,
+                            n_chunks, BLOCK_SIZE: tl.constexpr, ALIGN: tl.constexpr):
+    """Max and sum of exp(x - max) of one BLOCK_SIZE chunk of one row, stored at index program_id."""
+    n_cols = n_cols // ALIGN * ALIGN
+    input_row_stride = input_row_stride // ALIGN * ALIGN
+    chunk_idx = tl.program_id(0)
+    row_idx = chunk_idx // n_chunks
+    offsets = (chunk_idx % n_chunks) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    x = tl.load(input_ptr + row_idx.to(tl.int64) * input_row_stride + offsets,
+                mask=offsets < n_cols, other=float("-inf"), eviction_policy="evict_last").to(tl.float32)
+    chunk_max = tl.max(x, axis=0)
+    # an all -inf chunk must report sum 0, not exp(-inf - -inf) = NaN
+    safe_max = tl.where(chunk_max == float("-inf"), 0.0, chunk_max)
+    tl.store(partial_max_ptr + chunk_idx, chunk_max)
+    tl.store(partial_sum_ptr + chunk_idx, tl.sum(tl.exp(x - safe_max), axis=0))
+
+
+@triton.jit
+def _split_write_fwd_kernel(output_ptr, input_ptr, partial_max_ptr, partial_sum_ptr, input_row_stride,
+                            output_row_stride, n_cols, n_chunks, BLOCK_SIZE: tl.constexpr,
+                            CHUNKS_BLOCK: tl.constexpr, ALIGN: tl.constexpr):
+    """Combine one row's chunk partials and write softmax of one chunk."""
+    n_cols = n_cols // ALIGN * ALIGN
+    input_row_stride = input_row_stride // ALIGN * ALIGN
+    output_row_stride = output_row_stride // ALIGN * ALIGN
+    # reverse of the stats launch order: the chunks read last are the likeliest still in L2
+    chunk_idx = tl.num_programs(0) - 1 - tl.program_id(0)
+    row_idx = chunk_idx // n_chunks
+    chunks = tl.arange(0, CHUNKS_BLOCK)
+    chunk_mask = chunks < n_chunks
+    partial_max = tl.load(partial_max_ptr + row_idx * n_chunks + chunks, mask=chunk_mask,
+                          other=float("-inf"))
+    partial_sum = tl.load(partial_sum_ptr + row_idx * n_chunks + chunks, mask=chunk_mask, other=0.0)
+    row_max = tl.max(partial_max, axis=0)
+    # all -inf chunks add 0 * exp(-inf) = 0; a fully -inf row gives NaN, as in torch
+    inv_row_sum = 1.0 / tl.sum(partial_sum * tl.exp(partial_max - row_max), axis=0)
+    offsets = (chunk_idx % n_chunks) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_cols
+    x = tl.load(input_ptr + row_idx.to(tl.int64) * input_row_stride + offsets, mask=mask,
+                other=float("-inf"), eviction_policy="evict_first").to(tl.float32)
+    y = tl.exp(x - row_max) * inv_row_sum
+    tl.store(output_ptr + row_idx.to(tl.int64) * output_row_stride + offsets,
+             y.to(output_ptr.dtype.element_ty), mask=mask, cache_modifier=".cs")
+
+
+@triton.jit
+def _rows_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, grad_input_row_stride,
+                     output_row_stride, grad_output_row_stride, n_rows, n_cols,
+                     ROWS_PER_PROGRAM: tl.constexpr, BLOCK_SIZE: tl.constexpr, ALIGN: tl.constexpr):
+    """dx = y * (dy - sum(y * dy)) for ROWS_PER_PROGRAM whole rows in registers."""
+    n_cols = n_cols // ALIGN * ALIGN
+    grad_input_row_stride = grad_input_row_stride // ALIGN * ALIGN
+    output_row_stride = output_row_stride // ALIGN * ALIGN
+    grad_output_row_stride = grad_output_row_stride // ALIGN * ALIGN
+    rows = tl.program_id(0) * ROWS_PER_PROGRAM + tl.arange(0, ROWS_PER_PROGRAM)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
+    rows64 = rows.to(tl.int64)[:, None]
+    y = tl.load(output_ptr + rows64 * output_row_stride + cols[None, :], mask=mask,
+                other=0.0).to(tl.float32)
+    dy = tl.load(grad_output_ptr + rows64 * grad_output_row_stride + cols[None, :], mask=mask,
+                 other=0.0).to(tl.float32)
+    dx = y * (dy - tl.sum(y * dy, axis=1)[:, None])
+    tl.store(grad_input_ptr + rows64 * grad_input_row_stride + cols[None, :],
+             dx.to(grad_input_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _online_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, grad_input_row_stride,
+                       output_row_stride, grad_output_row_stride, n_rows, n_cols,
+                       BLOCK_SIZE: tl.constexpr, ALIGN: tl.constexpr):
+    """Two-pass softmax backward of rows program_id, program_id + num_programs, ..."""
+    n_cols = n_cols // ALIGN * ALIGN
+    grad_input_row_stride = grad_input_row_stride // ALIGN * ALIGN
+    output_row_stride = output_row_stride // ALIGN * ALIGN
+    grad_output_row_stride = grad_output_row_stride // ALIGN * ALIGN
+    cols = tl.arange(0, BLOCK_SIZE)
+    n_blocks = tl.cdiv(n_cols, BLOCK_SIZE)
+    for row_idx in range(tl.program_id(0), n_rows, tl.num_programs(0)):
+        row_idx = tl.cast(row_idx, tl.int64)  # tl.cast, not .to(): the interpreter's range yields ints
+        output_row = output_ptr + row_idx * output_row_stride
+        grad_output_row = grad_output_ptr + row_idx * grad_output_row_stride
+        grad_input_row = grad_input_ptr + row_idx * grad_input_row_stride
+        lane_dot = tl.zeros([BLOCK_SIZE], tl.float32)
+        for block in range(0, n_blocks):
+            offsets = block * BLOCK_SIZE + cols
+            mask = offsets < n_cols
+            y = tl.load(output_row + offsets, mask=mask, other=0.0,
+                        eviction_policy="evict_last").to(tl.float32)
+            dy = tl.load(grad_output_row + offsets, mask=mask, other=0.0,
+                         eviction_policy="evict_last").to(tl.float32)
+            lane_dot += y * dy
+        row_dot = tl.sum(lane_dot, axis=0)
+        # backwards, so the blocks read last in pass 1 are re-read first, from L2
+        for block in range(0, n_blocks):
+            offsets = (n_blocks - 1 - block) * BLOCK_SIZE + cols
+            mask = offsets < n_cols
+            y = tl.load(output_row + offsets, mask=mask, other=0.0,
+                        eviction_policy="evict_first").to(tl.float32)
+            dy = tl.load(grad_output_row + offsets, mask=mask, other=0.0,
+                         eviction_policy="evict_first").to(tl.float32)
+            tl.store(grad_input_row + offsets, (y * (dy - row_dot)).to(grad_input_ptr.dtype.element_ty),
+                     mask=mask)
+
+
+@triton.jit
+def _split_dot_bwd_kernel(partial_dot_ptr, output_ptr, grad_output_ptr, output_row_stride,
+                          grad_output_row_stride, n_cols, n_chunks, BLOCK_SIZE: tl.constexpr,
+                          ALIGN: tl.constexpr):
+    """sum(y * dy) over one BLOCK_SIZE chunk of one row, stored at index program_id."""
+    n_cols = n_cols // ALIGN * ALIGN
+    output_row_stride = output_row_stride // ALIGN * ALIGN
+    grad_output_row_stride = grad_output_row_stride // ALIGN * ALIGN
+    chunk_idx = tl.program_id(0)
+    row_idx = chunk_idx // n_chunks
+    offsets = (chunk_idx % n_chunks) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_cols
+    y = tl.load(output_ptr + row_idx.to(tl.int64) * output_row_stride + offsets, mask=mask,
+                other=0.0, eviction_policy="evict_last").to(tl.float32)
+    dy = tl.load(grad_output_ptr + row_idx.to(tl.int64) * grad_output_row_stride + offsets, mask=mask,
+                 other=0.0, eviction_policy="evict_last").to(tl.float32)
+    tl.store(partial_dot_ptr + chunk_idx, tl.sum(y * dy, axis=0))
+
+
+@triton.jit
+def _split_write_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, partial_dot_ptr,
+                            grad_input_row_stride, output_row_stride, grad_output_row_stride, n_cols,
+                            n_chunks, BLOCK_SIZE: tl.constexpr, CHUNKS_BLOCK: tl.constexpr,
+                            ALIGN: tl.constexpr):
+    """Sum one row's partial dots and write dx for one chunk."""
+    n_cols = n_cols // ALIGN * ALIGN
+    grad_input_row_stride = grad_input_row_stride // ALIGN * ALIGN
+    output_row_stride = output_row_stride // ALIGN * ALIGN
+    grad_output_row_stride = grad_output_row_stride // ALIGN * ALIGN
+    # reverse of the dot launch order: the chunks read last are the likeliest still in L2
+    chunk_idx = tl.num_programs(0) - 1 - tl.program_id(0)
+    row_idx = chunk_idx // n_chunks
+    chunks = tl.arange(0, CHUNKS_BLOCK)
+    row_dot = tl.sum(tl.load(partial_dot_ptr + row_idx * n_chunks + chunks, mask=chunks < n_chunks,
+                             other=0.0), axis=0)
+    offsets = (chunk_idx % n_chunks) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_cols
+    y = tl.load(output_ptr + row_idx.to(tl.int64) * output_row_stride + offsets, mask=mask,
+                other=0.0, eviction_policy="evict_first").to(tl.float32)
+    dy = tl.load(grad_output_ptr + row_idx.to(tl.int64) * grad_output_row_stride + offsets, mask=mask,
+                 other=0.0, eviction_policy="evict_first").to(tl.float32)
+    tl.store(grad_input_ptr + row_idx.to(tl.int64) * grad_input_row_stride + offsets,
+             (y * (dy - row_dot)).to(grad_input_ptr.dtype.element_ty), mask=mask)
+
+
+# Seed 003's autotuning grid. Under TRITON_INTERPRET timings mean nothing (and the autotuner's
+# benchmark needs a GPU), so the interpreter gets one config, which triton.autotune runs untimed.
+AUTOTUNE_BLOCK_SIZES = (256, 512, 1024, 2048, 4096, 8192)
+AUTOTUNE_NUM_WARPS = (2, 4, 8, 16)
+_AUTOTUNE_CONFIGS = (
+    [triton.Config({"BLOCK_SIZE": 4096}, num_warps=8)]
+    if os.environ.get("TRITON_INTERPRET") == "1"
+    else [triton.Config({"BLOCK_SIZE": block}, num_warps=warps)
+          for block, warps in itertools.product(AUTOTUNE_BLOCK_SIZES, AUTOTUNE_NUM_WARPS)]
+)
+_online_fwd_autotuned_kernel = triton.autotune(configs=_AUTOTUNE_CONFIGS, key=["n_cols"])(
+    _online_fwd_kernel)
+
+# ----------------------------------------------------------------------------------------------
+# The heuristics table
+# ----------------------------------------------------------------------------------------------
+
+
+class Plan(NamedTuple):
+    """One row of SOFTMAX_PLANS: how to launch one band of shapes."""
+    op: str                # "forward" or "backward"
+    max_cols: float        # the row applies when n_cols <= max_cols ...
+    min_rows_per_sm: int   # ... and n_rows >= min_rows_per_sm * SM count; first match wins
+    path: str              # "rows" | "online" | "split" (module docstring)
+    rows_per_program: int  # rows: rows per program (tile = rows_per_program x next_pow2(n_cols))
+    block_size: int        # online: columns per loop step; split: columns per chunk
+    num_warps: int
+    programs_per_sm: int   # online: persistent grid size = programs_per_sm * SM count
+
+
+# Short rows: tiles of ~4096 elements, so each program moves 8-16 KB and a thread holds 2-4
+# 16-byte vectors. Medium rows: one row per program in registers, warps grow with the row so a
+# thread holds <= 32 fp32 values (64 for backward's two tensors, hence its lower switch-over).
+# Long rows: "online" when there are enough rows for an even persistent grid (one 32-warp program
+# per SM streaming 32-64 KB per step; its L2 working set is SM count x row bytes), otherwise
+# "split". All of it compiles for sm_90 without spills and with 16-byte accesses; the numbers are
+# reasoned starting points for GPU tuning, not measured optima.
+SOFTMAX_PLANS = (
+    #     op          max_cols  min_rows  path      rows  block  warps  progs
+    Plan("forward",        64,        0, "rows",      64,     0,     4,    0),
+    Plan("forward",       128,        0, "rows",      32,     0,     4,    0),
+    Plan("forward",       256,        0, "rows",      16,     0,     4,    0),
+    Plan("forward",       512,        0, "rows",       8,     0,     4,    0),
+    Plan("forward",      1024,        0, "rows",       4,     0,     4,    0),
+    Plan("forward",      2048,        0, "rows",       2,     0,     8,    0),
+    Plan("forward",      4096,        0, "rows",       1,     0,     8,    0),
+    Plan("forward",      8192,        0, "rows",       1,     0,    16,    0),
+    Plan("forward",     16384,        0, "rows",       1,     0,    16,    0),
+    Plan("forward",     32768,        0, "rows",       1,     0,    32,    0),
+    Plan("forward",  math.inf,        4, "online",     0, 16384,    32,    1),
+    Plan("forward",  math.inf,        0, "split",      0,  8192,     8,    0),
+    Plan("backward",       64,        0, "rows",      32,     0,     4,    0),
+    Plan("backward",      128,        0, "rows",      16,     0,     4,    0),
+    Plan("backward",      256,        0, "rows",       8,     0,     4,    0),
+    Plan("backward",      512,        0, "rows",       4,     0,     4,    0),
+    Plan("backward",     1024,        0, "rows",       2,     0,     4,    0),
+    Plan("backward",     2048,        0, "rows",       1,     0,     4,    0),
+    Plan("backward",     4096,        0, "rows",       1,     0,     8,    0),
+    Plan("backward",     8192,        0, "rows",       1,     0,    16,    0),
+    Plan("backward",    16384,        0, "rows",       1,     0,    32,    0),
+    Plan("backward", math.inf,        4, "online",     0,  8192,    32,    1),
+    Plan("backward", math.inf,        0, "split",      0,  8192,     8,    0),
+)
+
+# The seeds' one-program-per-row limit (calculate_settings, Unsloth/Liger).
+MAX_FUSED_SIZE = 65536
+# Seed online variants: fixed block, warps from calculate_settings(ONLINE_BLOCK_SIZE).
+ONLINE_BLOCK_SIZE = 4096
+# Stand-in SM count on the CPU interpreter: small, so tests reach every table row and the
+# persistent row loop really loops.
+_INTERPRETER_SM_COUNT = 2
+_SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+# ----------------------------------------------------------------------------------------------
+# Layer 2: host functions on 2-D tensors
+# ----------------------------------------------------------------------------------------------
+
+
+def calculate_settings(n: int) -> tuple[int, int]:
+    """Seed 003's (BLOCK_SIZE, num_warps) for a row of n elements held by one program."""
+    block_size = triton.next_power_of_2(n)
+    if block_size > MAX_FUSED_SIZE:
+        raise ValueError(f"n_cols = {n} exceeds the one-program-per-row limit of {MAX_FUSED_SIZE} "
+                         f"columns; use online_forward / softmax_forward for longer rows")
+    num_warps = 32 if block_size >= 32768 else 16 if block_size >= 8192 else 8 if block_size >= 2048 else 4
+    return block_size, num_warps
+
+
+def _interpreting() -> bool:
+    """Whether Triton runs kernels on the CPU interpreter."""
+    return os.environ.get("TRITON_INTERPRET") == "1"
+
+
+def _check_tensor(t: torch.Tensor, name: str) -> None:
+    """Reject dtypes and devices the kernels cannot run on, with a message saying what would work."""
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if t.dtype not in _SUPPORTED_DTYPES:
+        raise TypeError(f"{name} has dtype {t.dtype}; softmax supports float16, bfloat16 and float32")
+    if not t.is_cuda and not _interpreting():
+        raise RuntimeError(f"{name} is on {t.device}, but these Triton kernels need a CUDA tensor; "
+                           f"move it with .cuda(), or set TRITON_INTERPRET=1 before triton is "
+                           f"imported to run them on the CPU interpreter (slow, for testing)")
+
+
+def _as_rows(t: torch.Tensor, name: str) -> torch.Tensor:
+    """Check a 2-D operand and give it unit column stride, copying only when it lacks one."""
+    _check_tensor(t, name)
+    if t.dim() != 2:
+        raise ValueError(f"{name} must be 2-D, got shape {tuple(t.shape)}")
+    return t if t.stride(1) == 1 or t.shape[1] <= 1 else t.contiguous()
+
+
+def _new_output(n_rows: int, n_cols: int, like: torch.Tensor) -> torch.Tensor:
+    """A fresh contiguous (n_rows, n_cols) result; every kernel path writes all of it."""
+    return torch.empty((n_rows, n_cols), dtype=like.dtype, device=like.device)
+
+
+def _vector_align(element_size: int, *extents: int) -> int:
+    """Largest power of two, up to one 16-byte vector of elements, dividing every extent."""
+    align = 16 // element_size
+    while align > 1 and any(extent % align for extent in extents):
+        align //= 2
+    return align
+
+
+@functools.lru_cache(maxsize=None)
+def _sm_count(device: torch.device) -> int:
+    """Streaming multiprocessors on device (queried on first use, never at import)."""
+    if device.type != "cuda":
+        return _INTERPRETER_SM_COUNT
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def _select_plan(op: str, n_rows: int, n_cols: int, device: torch.device) -> Plan:
+    """First SOFTMAX_PLANS row of op matching the shape."""
+    sm_count = _sm_count(device)
+    for plan in SOFTMAX_PLANS:
+        if plan.op == op and n_cols <= plan.max_cols and n_rows >= plan.min_rows_per_sm * sm_count:
+            return plan
+    raise LookupError(f"SOFTMAX_PLANS has no {op} row for shape ({n_rows}, {n_cols})")
+
+
+# compile_facts sets this to a list to collect (kernel, compiled handle, launch kwargs).
+_launch_log = None
+
+
+def _launch(kernel, grid, *args, **kwargs) -> None:
+    """kernel[grid](*args, **kwargs), recording the compiled handle while compile_facts listens."""
+    handle = kernel[grid](*args, **kwargs)
+    if _launch_log is not None:
+        _launch_log.append((kernel, handle, kwargs))
+
+
+def _forward_rows(y, x, rows_per_program, num_warps, align, load_cache="", store_cache=""):
+    """Launch the whole-rows-in-registers forward."""
+    n_rows, n_cols = x.shape
+    _launch(_rows_fwd_kernel, (triton.cdiv(n_rows, rows_per_program),), y, x, x.stride(0), y.stride(0),
+            n_rows, n_cols, ROWS_PER_PROGRAM=rows_per_program, BLOCK_SIZE=triton.next_power_of_2(n_cols),
+            ALIGN=align, LOAD_CACHE=load_cache, STORE_CACHE=store_cache, num_warps=num_warps)
+
+
+def _forward_online(y, x, block_size, num_warps, n_programs, align):
+    """Launch the two-pass online forward on n_programs programs striding over the rows."""
+    n_rows, n_cols = x.shape
+    _launch(_online_fwd_kernel, (n_programs,), y, x, x.stride(0), y.stride(0), n_rows, n_cols,
+            BLOCK_SIZE=block_size, ALIGN=align, num_warps=num_warps)
+
+
+def _forward_split(y, x, block_size, num_warps, align):
+    """Launch the split-row forward: per-chunk partials, then combine-and-write."""
+    n_rows, n_cols = x.shape
+    n_chunks = triton.cdiv(n_cols, block_size)
+    partial_max = torch.empty(n_rows * n_chunks, dtype=torch.float32, device=x.device)
+    partial_sum = torch.empty_like(partial_max)
+    grid = (n_rows * n_chunks,)
+    _launch(_split_stats_fwd_kernel, grid, partial_max, partial_sum, x, x.stride(0), n_cols, n_chunks,
+            BLOCK_SIZE=block_size, ALIGN=align, num_warps=num_warps)
+    _launch(_split_write_fwd_kernel, grid, y, x, partial_max, partial_sum, x.stride(0), y.stride(0),
+            n_cols, n_chunks, BLOCK_SIZE=block_size, CHUNKS_BLOCK=triton.next_power_of_2(n_chunks),
+            ALIGN=align, num_warps=num_warps)
+
+
+def _backward_rows(dx, y, dy, rows_per_program, num_warps, align):
+    """Launch the whole-rows-in-registers backward."""
+    n_rows, n_cols = y.shape
+    _launch(_rows_bwd_kernel, (triton.cdiv(n_rows, rows_per_program),), dx, y, dy, dx.stride(0),
+            y.stride(0), dy.stride(0), n_rows, n_cols, ROWS_PER_PROGRAM=rows_per_program,
+            BLOCK_SIZE=triton.next_power_of_2(n_cols), ALIGN=align, num_warps=num_warps)
+
+
+def _backward_online(dx, y, dy, block_size, num_warps, n_programs, align):
+    """Launch the two-pass backward on n_programs programs striding over the rows."""
+    n_rows, n_cols = y.shape
+    _launch(_online_bwd_kernel, (n_programs,), dx, y, dy, dx.stride(0), y.stride(0), dy.stride(0),
+            n_rows, n_cols, BLOCK_SIZE=block_size, ALIGN=align, num_warps=num_warps)
+
+
+def _backward_split(dx, y, dy, block_size, num_warps, align):
+    """Launch the split-row backward: per-chunk dots, then combine-and-write."""
+    n_rows, n_cols = y.shape
+    n_chunks = triton.cdiv(n_cols, block_size)
+    partial_dot = torch.empty(n_rows * n_chunks, dtype=torch.float32, device=y.device)
+    grid = (n_rows * n_chunks,)
+    _launch(_split_dot_bwd_kernel, grid, partial_dot, y, dy, y.stride(0), dy.stride(0), n_cols, n_chunks,
+            BLOCK_SIZE=block_size, ALIGN=align, num_warps=num_warps)
+    _launch(_split_write_bwd_kernel, grid, dx, y, dy, partial_dot, dx.stride(0), y.stride(0),
+            dy.stride(0), n_cols, n_chunks, BLOCK_SIZE=block_size,
+            CHUNKS_BLOCK=triton.next_power_of_2(n_chunks), ALIGN=align, num_warps=num_warps)
+
+
+def _run_forward_plan(y, x, plan):
+    """Launch plan's path for the forward."""
+    n_rows, n_cols = x.shape
+    align = _vector_align(x.element_size(), n_cols, x.stride(0), y.stride(0))
+    if plan.path == "rows":
+        _forward_rows(y, x, plan.rows_per_program, plan.num_warps, align)
+    elif plan.path == "online":
+        n_programs = min(n_rows, plan.programs_per_sm * _sm_count(x.device))
+        _forward_online(y, x, plan.block_size, plan.num_warps, n_programs, align)
+    else:
+        _forward_split(y, x, plan.block_size, plan.num_warps, align)
+
+
+def _run_backward_plan(dx, y, dy, plan):
+    """Launch plan's path for the backward."""
+    n_rows, n_cols = y.shape
+    align = _vector_align(y.element_size(), n_cols, dx.stride(0), y.stride(0), dy.stride(0))
+    if plan.path == "rows":
+        _backward_rows(dx, y, dy, plan.rows_per_program, plan.num_warps, align)
+    elif plan.path == "online":
+        n_programs = min(n_rows, plan.programs_per_sm * _sm_count(y.device))
+        _backward_online(dx, y, dy, plan.block_size, plan.num_warps, n_programs, align)
+    else:
+        _backward_split(dx, y, dy, plan.block_size, plan.num_warps, align)
+
+
+def softmax_forward(x: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last dim of a 2-D tensor, on the SOFTMAX_PLANS path for its shape."""
+    x = _as_rows(x, "x")
+    y = _new_output(*x.shape, x)
+    if x.numel():
+        _run_forward_plan(y, x, _select_plan("forward", *x.shape, x.device))
+    return y
+
+
+def _backward_operands(y: torch.Tensor, dy: torch.Tensor):
+    """Check (y, dy) for a backward and return them with unit column strides plus a fresh dx."""
+    y, dy = _as_rows(y, "y"), _as_rows(dy, "dy")
+    if y.shape != dy.shape or y.dtype != dy.dtype:
+        raise ValueError(f"y {tuple(y.shape)} {y.dtype} and dy {tuple(dy.shape)} {dy.dtype} must match")
+    return y, dy, _new_output(*y.shape, y)
+
+
+def softmax_backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
+    """Gradient of softmax given its output y and upstream gradient dy, on the SOFTMAX_PLANS path."""
+    y, dy, dx = _backward_operands(y, dy)
+    if y.numel():
+        _run_backward_plan(dx, y, dy, _select_plan("backward", *y.shape, y.device))
+    return dx
+
+
+def single_block_forward(x: torch.Tensor) -> torch.Tensor:
+    """Seed kernel: one program per row, BLOCK_SIZE = next_power_of_2(n_cols) <= 65536."""
+    return _single_block(x, load_cache="", store_cache="")
+
+
+def single_block_cached_forward(x: torch.Tensor) -> torch.Tensor:
+    """Seed kernel with seed 003's cache modifiers: .ca loads, .cs stores."""
+    return _single_block(x, load_cache=".ca", store_cache=".cs")
+
+
+def _single_block(x, load_cache, store_cache):
+    """One program per row with calculate_settings' block and warps, no vector-alignment hint."""
+    x = _as_rows(x, "x")
+    num_warps = calculate_settings(x.shape[1])[1]
+    y = _new_output(*x.shape, x)
+    if x.numel():
+        _forward_rows(y, x, 1, num_warps, 1, load_cache, store_cache)
+    return y
+
+
+def online_forward(x: torch.Tensor) -> torch.Tensor:
+    """Seed 003's online softmax: one program per row, ONLINE_BLOCK_SIZE columns per step."""
+    x = _as_rows(x, "x")
+    y = _new_output(*x.shape, x)
+    if x.numel():
+        _forward_online(y, x, ONLINE_BLOCK_SIZE, calculate_settings(ONLINE_BLOCK_SIZE)[1], x.shape[0], 1)
+    return y
+
+
+def online_autotuned_forward(x: torch.Tensor) -> torch.Tensor:
+    """online_forward with BLOCK_SIZE and num_warps autotuned per n_cols (seed 003's grid)."""
+    x = _as_rows(x, "x")
+    y = _new_output(*x.shape, x)
+    if x.numel():
+        n_rows, n_cols = x.shape
+        _launch(_online_fwd_autotuned_kernel, (n_rows,), y, x, x.stride(0), y.stride(0), n_rows, n_cols,
+                ALIGN=1)
+    return y
+
+
+def single_block_backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
+    """Seed backward: one program per row holding y and dy, n_cols <= 65536."""
+    y, dy, dx = _backward_operands(y, dy)
+    num_warps = calculate_settings(y.shape[1])[1]
+    if y.numel():
+        _backward_rows(dx, y, dy, 1, num_warps, 1)
+    return dx
+
+
+def online_backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
+    """Multi-block backward: one program per row, two passes of ONLINE_BLOCK_SIZE steps."""
+    y, dy, dx = _backward_operands(y, dy)
+    if y.numel():
+        _backward_online(dx, y, dy, ONLINE_BLOCK_SIZE, calculate_settings(ONLINE_BLOCK_SIZE)[1],
+                         y.shape[0], 1)
+    return dx
+
+
+KERNEL_VARIANTS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "softmax": softmax_forward,
+    "single_block": single_block_forward,
+    "single_block_cached": single_block_cached_forward,
+    "online": online_forward,
+    "online_autotuned": online_autotuned_forward,
+}
+
+BACKWARD_VARIANTS: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    "softmax_backward": softmax_backward,
+    "single_block_backward": single_block_backward,
+    "online_backward": online_backward,
+}
+
+
+def _read(obj, name):
+    """obj.name, or obj[name] for dict-like metadata, or None (names drift between Triton versions)."""
+    try:
+        return obj[name] if isinstance(obj, dict) else getattr(obj, name, None)
+    except Exception:
+        return None
+
+
+def _kernel_facts(kernel, handle, launch_kwargs) -> dict:
+    """Register, spill, shared-memory and launch facts of one compiled kernel."""
+    metadata = _read(handle, "metadata")
+    best_config = _read(kernel, "best_config")
+    block_size = launch_kwargs.get("BLOCK_SIZE") or _read(_read(best_config, "kwargs"), "BLOCK_SIZE")
+    return {
+        "kernel": _read(handle, "name") or _read(kernel, "__name__"),
+        "n_regs": _read(handle, "n_regs"),
+        "n_spills": _read(handle, "n_spills"),
+        "shared_bytes": _read(metadata, "shared"),
+        "num_warps": _read(metadata, "num_warps"),
+        "num_stages": _read(metadata, "num_stages"),
+        "block_size": block_size,
+    }
+
+
+def compile_facts(fn_name: str, x: torch.Tensor) -> list[dict]:
+    """Run the named variant once on x and describe each kernel it launched ([] under the interpreter).
+
+    fn_name is a KERNEL_VARIANTS key (optionally with "_forward") or a BACKWARD_VARIANTS key; a
+    backward runs on y = softmax_forward(x) and a random dy.
+    """
+    global _launch_log
+    if _interpreting():
+        return []
+    name = fn_name.removesuffix("_forward")
+    if name in KERNEL_VARIANTS:
+        run = functools.partial(KERNEL_VARIANTS[name], x)
+    elif fn_name in BACKWARD_VARIANTS:
+        y = softmax_forward(x)
+        run = functools.partial(BACKWARD_VARIANTS[fn_name], y, torch.randn_like(y))
+    else:
+        raise KeyError(f"unknown variant {fn_name!r}; known: {sorted(KERNEL_VARIANTS) + sorted(BACKWARD_VARIANTS)}")
+    _launch_log = []
+    try:
+        run()
+        launches = _launch_log
+    finally:
+        _launch_log = None
+    return [_kernel_facts(kernel, handle, kwargs) for kernel, handle, kwargs in launches if handle is not None]
+
+
+# ----------------------------------------------------------------------------------------------
+# Layer 3: autograd and the public drop-in
+# ----------------------------------------------------------------------------------------------
+
+
+class _Softmax(torch.autograd.Function):
+    """Row softmax of a 2-D tensor with the Triton backward."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = softmax_forward(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        (y,) = ctx.saved_tensors
+        return softmax_backward(y, dy)
+
+
+def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """Drop-in for torch.softmax(x, dim) on float16/bfloat16/float32 CUDA tensors, with autograd."""
+    _check_tensor(x, "x")
+    n_dims = max(x.dim(), 1)  # a 0-d tensor has one softmax dim, -1 or 0, as in torch
+    if not -n_dims <= dim < n_dims:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n_dims}, {n_dims - 1}], "
+                         f"but got {dim})")
+    dim %= n_dims
+    # softmax dim last, everything else flattened into rows (Liger-Kernel style)
+    moved = x.reshape(1) if x.dim() == 0 else x.movedim(dim, -1)
+    rows = moved.reshape(math.prod(moved.shape[:-1]), moved.shape[-1])
+    y = _Softmax.apply(rows).reshape(moved.shape)
+    return y.reshape(()) if x.dim() == 0 else y.movedim(-1, dim)
