@@ -1,10 +1,15 @@
 """The command line behind build.py: run, check, build."""
 import argparse
+import io
+import subprocess
 import sys
+import tarfile
+import tempfile
 from pathlib import Path
 
 from kernellab import judge
 from kernellab.artifacts import write_artifact
+from kernellab.compare import compare_runs, find_run
 from kernellab.content import DTYPES, load_content
 from kernellab.errors import BuildError
 from kernellab.render import render_site
@@ -21,6 +26,8 @@ def parse_args(argv: list) -> argparse.Namespace:
                     "(default), or run the benchmarks on a CUDA GPU first (--run).")
     p.add_argument("--run", action="store_true", help="measure on this machine's CUDA GPU, store the run in runs/, then build")
     p.add_argument("--check", action="store_true", help="validate everything and check decisions against the evidence; write nothing")
+    p.add_argument("--base", metavar="REF", help="with --check: also list verdicts that changed against this git ref")
+    p.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"), help="print a side-by-side table of two runs; write nothing")
     p.add_argument("--experiment", action="append", default=[], metavar="SLUG", help="with --run: only this experiment (repeatable)")
     p.add_argument("--dtype", action="append", default=[], choices=DTYPES, help="with --run: only this dtype (repeatable)")
     p.add_argument("--profile", action="append", default=[], metavar="ID", help="with --run: only this profile (repeatable)")
@@ -35,13 +42,44 @@ def parse_args(argv: list) -> argparse.Namespace:
         p.error("--rows and --cols must be positive")
     if not args.run and (args.experiment or args.dtype or args.profile or args.rows):
         p.error("--experiment, --dtype, --profile, --rows and --cols narrow a --run")
-    if args.run and args.check:
-        p.error("--run and --check do not go together")
+    if sum(map(bool, (args.run, args.check, args.compare))) > 1:
+        p.error("--run, --check and --compare do not go together")
+    if args.base and not args.check:
+        p.error("--base goes with --check")
     return args
 
 
-def check_summary(content, problems: list) -> str:
-    """A Markdown summary fit for a pull-request comment."""
+def base_verdicts(root: Path, ref: str) -> dict:
+    """Verdicts as they stood at a git ref: its site_src/ and runs/, judged by today's code."""
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            tar = subprocess.run(["git", "-C", str(root), "archive", "--format=tar", ref],
+                                 capture_output=True, check=True).stdout
+        except (OSError, subprocess.CalledProcessError) as exc:
+            stderr = getattr(exc, "stderr", b"") or b""
+            raise BuildError(f"--base {ref}", f"git cannot read that ref: {stderr.decode().strip() or exc}") from None
+        with tarfile.open(fileobj=io.BytesIO(tar)) as archive:
+            archive.extractall(tmp, filter="data")
+        base = load_content(Path(tmp))
+        return judge.current_verdicts(base.experiments, base.runs)
+
+
+def verdict_changes(before: dict, after: dict) -> list:
+    """[(experiment, device label, before, after)] wherever a headline verdict differs."""
+    changes = []
+    for slug in sorted(set(before) | set(after)):
+        keys = set(before.get(slug, {})) | set(after.get(slug, {}))
+        for device, origin in sorted(keys):
+            old = before.get(slug, {}).get((device, origin))
+            new = after.get(slug, {}).get((device, origin))
+            old_v, new_v = (old.verdict if old else "not run"), (new.verdict if new else "not run")
+            if old_v != new_v:
+                changes.append((slug, device + (" (imported)" if origin == "imported" else ""), old_v, new_v))
+    return changes
+
+
+def check_summary(content, problems: list, base: tuple = None) -> str:
+    """A Markdown summary fit for a pull-request comment; base is (ref, verdicts at ref)."""
     verdicts = judge.current_verdicts(content.experiments, content.runs)
     lines = ["## Kernel Lab evidence check", "",
              f"{len(content.experiments)} experiments, {len(content.decisions)} decisions, {len(content.runs)} runs.", "",
@@ -51,6 +89,16 @@ def check_summary(content, problems: list) -> str:
             label = device + (" (imported)" if origin == "imported" else "")
             lines.append(f"| {slug} | {label} | {v.verdict} | {v.run_id} |")
     lines.append("")
+    if base:
+        ref, before = base
+        changes = verdict_changes(before, verdicts)
+        lines += [f"### Verdicts changed against `{ref}`", ""]
+        if changes:
+            lines += ["| Experiment | Device | Was | Now |", "|---|---|---|---|"]
+            lines += [f"| {slug} | {device} | {old} | {new} |" for slug, device, old, new in changes]
+        else:
+            lines.append("None.")
+        lines.append("")
     if problems:
         lines += ["### Decisions that need attention", ""]
         lines += [f"- `{d['source_path']}` ({d['id']:04d} {d['title']}): {message}" for d, message in problems]
@@ -103,8 +151,13 @@ def main(argv=None) -> int:
     try:
         if args.check:
             content, problems = load_and_judge(root)
-            print(check_summary(content, problems))
+            base = (args.base, base_verdicts(root, args.base)) if args.base else None
+            print(check_summary(content, problems, base))
             return 1 if problems else 0
+        if args.compare:
+            content = load_content(root)
+            print(compare_runs(*(find_run(content.runs, r) for r in args.compare)))
+            return 0
         if args.run:
             from kernellab import measure
 

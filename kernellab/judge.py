@@ -8,6 +8,8 @@ from the intervals. Verdicts are per device, because the answer differs by GPU.
 import math
 from dataclasses import dataclass, field
 
+from kernellab import stats
+
 # Two-sided 97.5% for each median, so the ratio interval built from both covers >= 95%.
 MEDIAN_CI_Z = 2.241
 # A speedup beyond this, or a bandwidth above the run's measured copy bandwidth, is a bug
@@ -194,3 +196,19 @@ def decision_problems(decisions: list, verdicts: dict) -> list:
                 problems.append((d, f"expects {ref['expects']} for {label}, but run {current.run_id} "
                                     f"makes it {current.verdict} ({current.reason})"))
     return problems
+
+
+def regressions(experiment: dict, earlier: dict, later: dict) -> list:
+    """The claim's (case, dtype) pairs where the candidate got significantly slower from one run to the next."""
+    claim = experiment["claim"]
+    before, after = results_index(earlier), results_index(later)
+    found = []
+    for case in claim["cases"]:
+        for dtype in experiment["dtypes"]:
+            key = (experiment["slug"], case, claim["candidate"], dtype, claim["pass"])
+            a, b = before.get(key), after.get(key)
+            if not (a and b and a.get("timing") and b.get("timing")):
+                continue
+            if stats.significantly_slower(a["timing"]["samples_ms"], b["timing"]["samples_ms"]):
+                found.append(f"{case} {dtype}: {a['timing']['median_ms']:.4g} -> {b['timing']['median_ms']:.4g} ms")
+    return found

@@ -79,3 +79,25 @@ def latency_distribution(groups: list, title: str) -> bytes:
         ax.set_xlabel("latency per call, ms (box: quartiles; whiskers: 1.5 IQR; outliers hidden)")
         ax.set_title(title)
         return to_svg(fig)
+
+
+def speedup_trend(series: dict, ticks: list, bar: float, title: str) -> bytes:
+    """Speedup across runs, one line per (case, dtype), with intervals and the claim's bar.
+
+    series: {label: [(run_index, speedup, low, high), ...]}
+    """
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(7, 3.2))
+        for i, (label, points) in enumerate(sorted(series.items())):
+            xs = [p[0] for p in points]
+            ys = [p[1] for p in points]
+            err = [[p[1] - p[2] for p in points], [p[3] - p[1] for p in points]]
+            ax.errorbar(xs, ys, yerr=err, marker="o", markersize=3, capsize=2,
+                        color=PALETTE[i % len(PALETTE)], label=label)
+        ax.axhline(bar, color="#444444", linestyle="--", linewidth=1)
+        ax.set_xticks(range(len(ticks)), ticks, rotation=30, ha="right")
+        ax.set_ylabel("speedup")
+        ax.set_title(title)
+        if len(series) <= 8:
+            ax.legend(fontsize=7, frameon=False)
+        return to_svg(fig)

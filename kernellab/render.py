@@ -143,17 +143,49 @@ def group_plots(experiment: dict, run: dict, verdict, label: str, anchor: str) -
     return out
 
 
+def history_rows(experiment: dict, history: list, runs_by_id: dict) -> list:
+    """One row per run of a device, oldest first, with regressions against the run before."""
+    rows = []
+    for i, v in enumerate(history):
+        run = runs_by_id[v.run_id]
+        found = judge.regressions(experiment, runs_by_id[history[i - 1].run_id], run) if i else []
+        rows.append({"verdict": v, "run": run, "regressions": found,
+                     "speedups": [c for c in v.comparisons if c.speedup is not None]})
+    return rows
+
+
+def trend_plot(experiment: dict, rows: list, label: str, anchor: str) -> dict:
+    """Speedup per (case, dtype) across the runs of one device."""
+    series = {}
+    for i, row in enumerate(rows):
+        for c in row["speedups"]:
+            series.setdefault(f"{c.case} {c.dtype}", []).append((i, c.speedup, c.low, c.high))
+    ticks = [f"{row['run']['git']['commit'][:7]}{' !' if row['regressions'] else ''}" for row in rows]
+    return {
+        "kind": "trend", "path": f"experiments/{experiment['slug']}/{anchor}-trend.svg",
+        "svg": plots.speedup_trend(series, ticks, experiment["claim"]["min_speedup"], label),
+        "alt": f"Speedup per case and dtype across the {len(rows)} runs on {label}, oldest first; "
+               "the numbers are in the history table.",
+        "caption": "Speedup over time, one point per run (commit; '!' marks a regression)",
+    }
+
+
 def experiment_view(experiment: dict, runs: list, decisions: list) -> dict:
     """Everything the experiment page shows."""
     groups = []
+    runs_by_id = {r["run_id"]: r for r in runs}
     for (device, origin), history in judge.verdict_history(experiment, runs).items():
         headline = history[-1]
         run = next(r for r in runs if r["run_id"] == headline.run_id)
-        label = device_label(device, origin)
+        label, anchor = device_label(device, origin), slugify(device_label(device, origin))
+        rows = history_rows(experiment, history, runs_by_id)
+        figures = group_plots(experiment, run, headline, label, anchor)
+        if len(rows) > 1:
+            figures.append(trend_plot(experiment, rows, label, anchor))
         groups.append({
-            "device": device, "origin": origin, "label": label, "anchor": slugify(label),
-            "verdict": headline, "run": run, "cards": result_cards(experiment, run), "history": history,
-            "plots": group_plots(experiment, run, headline, label, slugify(label)),
+            "device": device, "origin": origin, "label": label, "anchor": anchor,
+            "verdict": headline, "run": run, "cards": result_cards(experiment, run), "history": rows,
+            "plots": figures,
         })
     # Measured evidence first, imported figures after it.
     groups.sort(key=lambda g: (g["origin"] != "measured", g["device"]))
