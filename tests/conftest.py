@@ -1,0 +1,5 @@
+"""Make the repository root importable (`kernels.softmax`) however pytest is started."""
+import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))

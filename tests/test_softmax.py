@@ -1,0 +1,359 @@
+"""kernels/softmax.py against a float64 torch reference.
+
+CPU: TRITON_INTERPRET=1 python -m pytest tests/test_softmax.py -q   (Triton's interpreter)
+GPU: python -m pytest tests/test_softmax.py -q
+"""
+import importlib
+import math
+import os
+
+import pytest
+import torch
+
+if os.environ.get("TRITON_INTERPRET") != "1" and not torch.cuda.is_available():
+    pytest.skip("needs a CUDA GPU, or TRITON_INTERPRET=1 (set before triton is imported) to run the "
+                "kernels on Triton's CPU interpreter", allow_module_level=True)
+
+# The module itself: the package's lazy `kernels.softmax` attribute may name the function.
+sm = importlib.import_module("kernels.softmax")
+
+# Masked lanes compute -inf - -inf = NaN on purpose (and never store it); numpy says so.
+pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+
+INTERPRETING = os.environ.get("TRITON_INTERPRET") == "1"
+DEVICE = torch.device("cpu" if INTERPRETING else "cuda")
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+# Forward (atol, rtol) per element against float64 softmax of the same rounded input.
+# rtol: rounding the fp32 result to fp16 costs half an ulp, at most 2^-11 relative; we allow
+# twice that. bf16 keeps 8 significant bits, and the CPU interpreter converts fp32 -> bf16 by
+# truncation (the GPU rounds to nearest), so up to one ulp, 2^-7 ~ 7.8e-3: 8e-3. fp32 error
+# comes from exp (ex2.approx on GPU, ~2^-22) of arguments up to ~40 whose own rounding is
+# amplified by their size, and fp32 sums of up to 1M terms: 1e-5.
+# atol only absorbs fp16 subnormals (step 2^-24 ~ 6e-8) and flush-to-zero below 1.2e-38; it
+# stays below the ~1e-6..1e-9 outputs of the longest rows, so rtol is what is tested there.
+FORWARD_TOL = {torch.float32: (1e-12, 1e-5), torch.float16: (6e-8, 1e-3), torch.bfloat16: (1e-12, 8e-3)}
+# Backward (atol as a fraction of max |dx|, rtol). dx = y * (dy - sum(y * dy)) inherits y's
+# rounding (as above) and loses digits where dy ~ sum(y * dy); a fraction of the largest
+# gradient in the tensor is the scale on which that cancellation error lives. Each budget is ~4
+# roundings of the dtype: y's, dx's, and a biased sum(y * dy) (the interpreter truncates bf16),
+# i.e. 4 x 2^-11 (fp16) and 4 x 2^-7 (bf16). Measured on the interpreter, torch's own fp16
+# autograd errs the same as ours (~4e-4 of max |dx|); in bf16 ours reaches ~2e-2 of max |dx|.
+BACKWARD_TOL = {torch.float32: (1e-5, 1e-4), torch.float16: (2e-3, 1e-2), torch.bfloat16: (3e-2, 5e-2)}
+
+
+def make_input(shape, dtype, seed=0):
+    """randn * 3 plus a random offset per row (never zeros; distinct row maxima), cast to dtype."""
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape, generator=generator) * 3 + 2
+    if len(shape) >= 1:
+        x = x + torch.randn(tuple(shape[:-1]) + (1,), generator=generator) * 10
+    return x.to(dtype).to(DEVICE)
+
+
+def assert_softmax(actual, x, dim=-1):
+    """actual == softmax(x, dim) elementwise within FORWARD_TOL, same dtype/shape, NaN where torch has NaN."""
+    assert actual.dtype == x.dtype and actual.shape == x.shape
+    atol, rtol = FORWARD_TOL[x.dtype]
+    torch.testing.assert_close(actual.double(), torch.softmax(x.double(), dim), atol=atol, rtol=rtol,
+                               equal_nan=True)
+
+
+def assert_grad(actual, expected, dtype):
+    """actual == expected (float64) within BACKWARD_TOL, NaN where expected has NaN."""
+    assert actual.dtype == dtype and actual.shape == expected.shape
+    atol_fraction, rtol = BACKWARD_TOL[dtype]
+    scale = expected.nan_to_num(0.0).abs().max().item() if expected.numel() else 0.0
+    torch.testing.assert_close(actual.double(), expected, atol=atol_fraction * scale, rtol=rtol,
+                               equal_nan=True)
+
+
+def reference_grad(x, dy, dim=-1):
+    """d softmax(x)/dx applied to dy, by float64 torch autograd."""
+    x64 = x.detach().double().requires_grad_(True)
+    torch.softmax(x64, dim).backward(dy.double())
+    return x64.grad
+
+
+def plan_cases(op):
+    """(plan, n_rows, n_cols) hitting every SOFTMAX_PLANS row of op at its max_cols and one past the row before."""
+    sm_count = sm._sm_count(DEVICE)
+    cases, last_finite = [], 0
+    for plan in (p for p in sm.SOFTMAX_PLANS if p.op == op):
+        if plan.path == "rows":  # several programs, the last one with rows past the end
+            n_rows = 2 * plan.rows_per_program + 1
+        else:  # enough rows for this row of the table and, for "online", more rows than programs
+            n_rows = max(plan.min_rows_per_sm * sm_count + 1, 3)
+        widths = [last_finite + 1] + ([int(plan.max_cols)] if math.isfinite(plan.max_cols) else [])
+        cases += [(plan, n_rows, n_cols) for n_cols in widths]
+        if math.isfinite(plan.max_cols):
+            last_finite = int(plan.max_cols)
+    return cases
+
+
+def case_id(case):
+    """pytest id of a plan case."""
+    plan, n_rows, n_cols = case
+    return f"{plan.op}-{plan.path}-{n_rows}x{n_cols}"
+
+
+@pytest.fixture
+def poisoned_outputs(monkeypatch):
+    """Every kernel output starts as 1234.5, so an element no program writes fails the comparison."""
+    def poisoned(n_rows, n_cols, like):
+        return torch.full((n_rows, n_cols), 1234.5, dtype=like.dtype, device=like.device)
+    monkeypatch.setattr(sm, "_new_output", poisoned)
+
+
+# ---------------------------------------------------------------------------------------------
+# Dispatcher: every table row, at and just past its thresholds
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("case", plan_cases("forward"), ids=case_id)
+def test_forward_plan_boundaries(case, dtype, poisoned_outputs):
+    plan, n_rows, n_cols = case
+    assert sm._select_plan("forward", n_rows, n_cols, DEVICE) == plan
+    x = make_input((n_rows, n_cols), dtype)
+    assert_softmax(sm.softmax_forward(x), x)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("case", plan_cases("backward"), ids=case_id)
+def test_backward_plan_boundaries(case, dtype, poisoned_outputs):
+    plan, n_rows, n_cols = case
+    assert sm._select_plan("backward", n_rows, n_cols, DEVICE) == plan
+    x = make_input((n_rows, n_cols), dtype)
+    y = torch.softmax(x.float(), -1).to(dtype)
+    dy = make_input((n_rows, n_cols), dtype, seed=1)
+    expected = y.double() * (dy.double() - (y.double() * dy.double()).sum(-1, keepdim=True))
+    assert_grad(sm.softmax_backward(y, dy), expected, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [
+    (1, 1),      # one element: output exactly 1
+    (4, 7),      # odd N below a 16-byte vector: ALIGN 1, 64-row tile mostly masked
+    (3, 1000),   # N % 8 == 0 but not % 16: ALIGN 8 (fp16) / 4 (fp32), tile of 4 rows x 1024
+    (3, 1001),   # odd N near the 1024 block edge: ALIGN 1
+    (130, 100),  # 128-column tiles of 32 rows, 5 programs, last one mostly past the end
+    (2, 4095),   # one below a power of two: one row per program, 8 warps
+])
+def test_forward_odd_shapes(shape, dtype, poisoned_outputs):
+    x = make_input(shape, dtype)
+    assert_softmax(sm.softmax_forward(x), x)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [
+    (1, 1_048_576),  # split: 128 chunks of one row, combine launch in reverse order
+    (3, 777_777),    # split with odd N: unaligned rows (ALIGN 1) and a ragged last chunk
+    (9, 100_003),    # online: persistent grid smaller than the row count, odd N, ragged last block
+], ids=lambda shape: f"{shape[0]}x{shape[1]}")
+def test_forward_long_rows(shape, dtype, poisoned_outputs):
+    x = make_input(shape, dtype)
+    assert_softmax(sm.softmax_forward(x), x)
+
+
+# ---------------------------------------------------------------------------------------------
+# Named variants
+# ---------------------------------------------------------------------------------------------
+
+def test_kernel_variant_names():
+    assert set(sm.KERNEL_VARIANTS) == {"softmax", "single_block", "single_block_cached", "online",
+                                       "online_autotuned"}
+
+
+def variant_cases(names):
+    """(name, shape) for each variant on the shapes within its limits: single_block* stop at 65536."""
+    shapes = [(5, 7), (4, 1000), (3, 5000), (2, 65536), (2, 100_003)]  # online: 1, 1, 2, 16, 25 blocks
+    return [pytest.param(name, shape, id=f"{name}-{shape[0]}x{shape[1]}") for name in names for shape in shapes
+            if not name.startswith("single_block") or shape[1] <= sm.MAX_FUSED_SIZE]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("name,shape", variant_cases(sorted(sm.KERNEL_VARIANTS)))
+def test_forward_variants(name, shape, dtype, poisoned_outputs):
+    x = make_input(shape, dtype)
+    assert_softmax(sm.KERNEL_VARIANTS[name](x), x)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("name,shape", variant_cases(sorted(sm.BACKWARD_VARIANTS)))
+def test_backward_variants(name, shape, dtype, poisoned_outputs):
+    x = make_input(shape, dtype)
+    y = torch.softmax(x.float(), -1).to(dtype)
+    dy = make_input(shape, dtype, seed=1)
+    expected = y.double() * (dy.double() - (y.double() * dy.double()).sum(-1, keepdim=True))
+    assert_grad(getattr(sm, name)(y, dy), expected, dtype)
+
+
+def test_single_block_limit():
+    x = make_input((1, sm.MAX_FUSED_SIZE + 1), torch.float16)
+    for forward in (sm.single_block_forward, sm.single_block_cached_forward):
+        with pytest.raises(ValueError, match="65536"):
+            forward(x)
+    with pytest.raises(ValueError, match="65536"):
+        sm.single_block_backward(x, x)
+
+
+def test_compile_facts():
+    x = make_input((4, 1000), torch.float16)
+    if INTERPRETING:
+        assert sm.compile_facts("single_block", x) == []
+        return
+    keys = {"kernel", "n_regs", "n_spills", "shared_bytes", "num_warps", "num_stages", "block_size"}
+    for name in list(sm.KERNEL_VARIANTS) + list(sm.BACKWARD_VARIANTS):
+        facts = sm.compile_facts(name, x)
+        assert facts and all(set(fact) == keys for fact in facts), name
+        assert all(isinstance(fact["n_regs"], int) for fact in facts), name
+
+
+# ---------------------------------------------------------------------------------------------
+# softmax(): torch.softmax semantics
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape,dim", [
+    ((6, 300), -1), ((6, 300), 0), ((6, 300), 1), ((6, 300), -2),
+    ((3, 5, 70), 0), ((3, 5, 70), 1), ((3, 5, 70), -1), ((3, 5, 70), -3),
+    ((2, 3, 4, 50), 1), ((2, 3, 4, 50), -1), ((2, 3, 4, 50), -4),
+    ((37,), 0), ((37,), -1),
+])
+def test_any_dim(shape, dim, dtype):
+    x = make_input(shape, dtype)
+    assert_softmax(sm.softmax(x, dim), x, dim)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("view", ["transposed", "row_slice", "col_slice", "expanded", "permuted_3d"])
+def test_non_contiguous(view, dtype):
+    base = make_input((40, 96), dtype)
+    x = {
+        "transposed": base.t(),                              # column stride 96: copied
+        "row_slice": base[::3],                              # row stride 288, no copy
+        "col_slice": base[:, 3:-5],                          # unaligned start, row stride 96
+        "expanded": base[:1].expand(5, 96),                  # row stride 0
+        "permuted_3d": base.reshape(4, 10, 96).permute(2, 0, 1),  # softmax over a strided dim
+    }[view]
+    assert_softmax(sm.softmax(x, -1), x, -1)
+    assert_softmax(sm.softmax(x, 0), x, 0)
+
+
+@pytest.mark.parametrize("shape,dim", [((0, 5), -1), ((3, 0), -1), ((3, 0), 0), ((2, 0, 4), 1), ((0,), 0)])
+def test_empty(shape, dim):
+    x = torch.empty(shape, dtype=torch.float16, device=DEVICE)
+    y = sm.softmax(x, dim)
+    assert y.shape == torch.softmax(x.float(), dim).shape and y.dtype == x.dtype
+    assert sm.softmax_forward(torch.empty((0, 7), device=DEVICE)).shape == (0, 7)
+    assert sm.softmax_backward(*[torch.empty((4, 0), device=DEVICE)] * 2).shape == (4, 0)
+
+
+def test_zero_dim():
+    for dim in (0, -1):
+        assert_softmax(sm.softmax(torch.tensor(3.5, device=DEVICE), dim), torch.tensor(3.5, device=DEVICE), dim)
+    assert torch.isnan(sm.softmax(torch.tensor(-math.inf, device=DEVICE), 0))
+    with pytest.raises(IndexError):
+        sm.softmax(torch.tensor(1.0, device=DEVICE), 1)
+
+
+def test_dim_out_of_range():
+    with pytest.raises(IndexError):
+        sm.softmax(make_input((3, 4), torch.float32), 2)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.bool, torch.float64, torch.complex64])
+def test_unsupported_dtype(dtype):
+    with pytest.raises(TypeError, match="float16, bfloat16 and float32"):
+        sm.softmax(torch.ones(3, 4, device=DEVICE).to(dtype))
+    with pytest.raises(TypeError, match="float16, bfloat16 and float32"):
+        sm.softmax_forward(torch.ones(3, 4, device=DEVICE).to(dtype))
+
+
+def test_forward_needs_2d():
+    with pytest.raises(ValueError, match="2-D"):
+        sm.softmax_forward(make_input((3, 4, 5), torch.float32))
+
+
+def test_cpu_tensor_without_interpreter(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    with pytest.raises(RuntimeError, match="TRITON_INTERPRET=1"):
+        sm.softmax(torch.randn(3, 4))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [
+    (6, 300),     # rows path
+    (9, 40_000),  # online path: a whole first block of -inf, then finite values
+    (3, 40_000),  # split path: whole chunks of -inf
+])
+def test_neg_inf_masking(shape, dtype):
+    x = make_input(shape, dtype)
+    generator = torch.Generator().manual_seed(2)
+    x[torch.rand(shape, generator=generator).to(DEVICE) < 0.5] = -math.inf  # partial masks everywhere
+    x[0] = -math.inf                                                          # a fully masked row
+    x[1, : shape[1] * 3 // 4] = -math.inf                                     # a long masked prefix
+    x[2, 1:], x[2, 0] = -math.inf, 1.0                                        # a single survivor
+    expected_nan = torch.isnan(torch.softmax(x.double(), -1))
+    assert expected_nan[0].all() and not expected_nan[1:].any()
+    for forward in [sm.softmax_forward, sm.online_forward, sm.online_autotuned_forward] + (
+            [sm.single_block_forward, sm.single_block_cached_forward] if shape[1] <= sm.MAX_FUSED_SIZE else []):
+        y = forward(x)
+        assert_softmax(y, x)
+        assert (y[1:][x[1:] == -math.inf] == 0).all()  # masked entries are exactly 0
+
+
+@pytest.mark.parametrize("shape", [(6, 300), (9, 40_000), (3, 40_000)], ids=lambda shape: f"{shape[0]}x{shape[1]}")
+def test_neg_inf_masking_backward(shape):
+    x = make_input(shape, torch.float32).requires_grad_(True)
+    with torch.no_grad():
+        x[0] = -math.inf
+        x[1, ::2] = -math.inf
+    dy = make_input(shape, torch.float32, seed=1)
+    sm.softmax(x).backward(dy)
+    assert_grad(x.grad, reference_grad(x, dy), torch.float32)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(7, 300), (9, 40_000), (2, 40_000)], ids=lambda shape: f"{shape[0]}x{shape[1]}")
+def test_rows_sum_to_one(shape, dtype):
+    y = sm.softmax(make_input(shape, dtype)).double()
+    # each output carries at most FORWARD_TOL's rtol of its own value, so the sum is off by <= rtol
+    torch.testing.assert_close(y.sum(-1), torch.ones(shape[0], dtype=torch.float64, device=DEVICE),
+                               atol=0, rtol=2 * FORWARD_TOL[dtype][1])
+
+
+@pytest.mark.parametrize("shape", [(7, 300), (9, 40_000), (2, 40_000)], ids=lambda shape: f"{shape[0]}x{shape[1]}")
+def test_shift_invariance(shape):
+    # inputs on a 2^-8 grid below 2^7, so x + 16 and x - 1000 are exact in fp32 (x - max is too)
+    x = (make_input(shape, torch.float32) * 256).round() / 256
+    atol, rtol = FORWARD_TOL[torch.float32]
+    for shift in (16.0, -1000.0):
+        torch.testing.assert_close(sm.softmax(x + shift), sm.softmax(x), atol=atol, rtol=rtol)
+
+
+# ---------------------------------------------------------------------------------------------
+# Autograd through softmax()
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape,dim", [
+    ((5, 300), -1),       # rows path
+    ((4, 6, 50), 1),      # a middle dim: non-contiguous dy reaches the backward
+    ((9, 40_000), -1),    # online backward
+    ((2, 100_003), -1),   # split backward, odd N
+])
+def test_autograd(shape, dim, dtype):
+    x = make_input(shape, dtype).requires_grad_(True)
+    dy = make_input(shape, dtype, seed=1)  # random, not ones: sum(y * 1) = 1 would hide the dot term
+    sm.softmax(x, dim).backward(dy)
+    assert_grad(x.grad, reference_grad(x, dy, dim), dtype)
+
+
+def test_autograd_zero_dim_and_empty():
+    x = torch.tensor(0.7, device=DEVICE, requires_grad=True)
+    sm.softmax(x, 0).backward(torch.tensor(2.0, device=DEVICE))
+    assert x.grad.item() == 0.0  # softmax of a single element is constant
+    empty = torch.empty((3, 0), device=DEVICE, requires_grad=True)
+    sm.softmax(empty).sum().backward()
+    assert empty.grad.shape == (3, 0)
