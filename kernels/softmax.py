@@ -283,10 +283,12 @@ class Plan(NamedTuple):
 # Short rows: tiles of ~4096 elements, so each program moves 8-16 KB and a thread holds 2-4
 # 16-byte vectors. Medium rows: one row per program in registers, warps grow with the row so a
 # thread holds <= 32 fp32 values (64 for backward's two tensors, hence its lower switch-over).
-# Long rows: "online" when there are enough rows for an even persistent grid (one 32-warp program
-# per SM streaming 32-64 KB per step; its L2 working set is SM count x row bytes), otherwise
-# "split". All of it compiles for sm_90 without spills and with 16-byte accesses; the numbers are
-# reasoned starting points for GPU tuning, not measured optima.
+# Long rows: "online" (one 32-warp program per SM streaming 32-64 KB per step) once there are
+# >= 2 rows per SM, so the persistent grid's last round is >= 2/3 busy and its ~2 HBM passes
+# (pass 2 hits L2 while SM count x row bytes fits) beat split's ~3 on tensors larger than L2;
+# with fewer rows, "split" keeps every SM busy. Every row compiles for sm_90 without spills, with
+# 16-byte accesses wherever n_cols and strides allow; the numbers are reasoned starting points
+# for GPU tuning, not measured optima.
 SOFTMAX_PLANS = (
     #     op          max_cols  min_rows  path      rows  block  warps  progs
     Plan("forward",        64,        0, "rows",      64,     0,     4,    0),
@@ -299,7 +301,7 @@ SOFTMAX_PLANS = (
     Plan("forward",      8192,        0, "rows",       1,     0,    16,    0),
     Plan("forward",     16384,        0, "rows",       1,     0,    16,    0),
     Plan("forward",     32768,        0, "rows",       1,     0,    32,    0),
-    Plan("forward",  math.inf,        4, "online",     0, 16384,    32,    1),
+    Plan("forward",  math.inf,        2, "online",     0, 16384,    32,    1),
     Plan("forward",  math.inf,        0, "split",      0,  8192,     8,    0),
     Plan("backward",       64,        0, "rows",      32,     0,     4,    0),
     Plan("backward",      128,        0, "rows",      16,     0,     4,    0),
@@ -310,7 +312,7 @@ SOFTMAX_PLANS = (
     Plan("backward",     4096,        0, "rows",       1,     0,     8,    0),
     Plan("backward",     8192,        0, "rows",       1,     0,    16,    0),
     Plan("backward",    16384,        0, "rows",       1,     0,    32,    0),
-    Plan("backward", math.inf,        4, "online",     0,  8192,    32,    1),
+    Plan("backward", math.inf,        2, "online",     0,  8192,    32,    1),
     Plan("backward", math.inf,        0, "split",      0,  8192,     8,    0),
 )
 
