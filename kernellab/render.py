@@ -9,6 +9,7 @@ from kernellab import judge, plots
 from kernellab.artifacts import SCHEMA_PATH
 from kernellab.content import Content
 from kernellab.sanitize import render_markdown
+from kernellab.source import kernel_source
 from kernels.profiles import PROFILES
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
@@ -193,6 +194,21 @@ def experiment_view(experiment: dict, runs: list, decisions: list) -> dict:
     return {"experiment": experiment, "groups": groups, "decisions": linked}
 
 
+def compile_facts_of(profile_id: str, runs: list) -> list:
+    """Compile facts recorded for a profile, from the latest measured run of each device."""
+    latest = {}
+    for run in runs:
+        if any(r["profile"] == profile_id and r.get("compile") for r in run["results"]):
+            latest[run["environment"]["device"]["name"]] = run
+    rows = []
+    for device, run in sorted(latest.items()):
+        for r in run["results"]:
+            if r["profile"] == profile_id and r.get("compile"):
+                rows += [dict(fact, device=device, run_id=run["run_id"], case=r["case"], dtype=r["dtype"],
+                              shape=r["shape"], **{"pass": r["pass"]}) for fact in r["compile"]]
+    return rows
+
+
 def page(env: Environment, template: str, root: str, **context) -> bytes:
     """Render one template to bytes; `root` is the relative path back to the site root."""
     return env.get_template(template).render(root=root, **context).encode("utf-8")
@@ -225,6 +241,12 @@ def render_site(content: Content, problems: list) -> dict:
         files[f"runs/{run['run_id']}.html"] = page(env, "run.html", "../", run=run,
                                                     experiments=content.experiments)
         files[f"runs/{run['run_id']}.json"] = Path(run["source_path"]).read_bytes()
+    for pid, profile in sorted(PROFILES.items()):
+        files[f"kernels/{pid}.html"] = page(
+            env, "kernel.html", "../", profile=profile, source=kernel_source(profile.forward),
+            backward=kernel_source(profile.backward) if profile.backward else None,
+            facts=compile_facts_of(pid, content.runs),
+            experiments=[e for e in content.experiments.values() if pid in e["profiles"]])
     files["schema/run-artifact.schema.json"] = SCHEMA_PATH.read_bytes()
     files["assets/style.css"] = (TEMPLATES / "style.css").read_bytes()
     return files

@@ -1,4 +1,4 @@
-"""Make the repository root importable (`kernels.softmax`) however pytest is started."""
+"""Make the repository root importable (`kernels.triton_softmax`) however pytest is started."""
 import pathlib
 import sys
 

@@ -1,4 +1,4 @@
-"""kernels/softmax.py against a float64 torch reference.
+"""kernels/triton_softmax.py against a float64 torch reference.
 
 CPU: TRITON_INTERPRET=1 python -m pytest tests/test_softmax.py -q   (Triton's interpreter)
 GPU: python -m pytest tests/test_softmax.py -q
@@ -14,8 +14,8 @@ if os.environ.get("TRITON_INTERPRET") != "1" and not torch.cuda.is_available():
     pytest.skip("needs a CUDA GPU, or TRITON_INTERPRET=1 (set before triton is imported) to run the "
                 "kernels on Triton's CPU interpreter", allow_module_level=True)
 
-# The module itself: the package's lazy `kernels.softmax` attribute may name the function.
-sm = importlib.import_module("kernels.softmax")
+# The module itself (`from kernels import softmax` gives the public function).
+sm = importlib.import_module("kernels.triton_softmax")
 
 # Masked lanes compute -inf - -inf = NaN on purpose (and never store it); numpy says so.
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
@@ -357,3 +357,9 @@ def test_autograd_zero_dim_and_empty():
     empty = torch.empty((3, 0), device=DEVICE, requires_grad=True)
     sm.softmax(empty).sum().backward()
     assert empty.grad.shape == (3, 0)
+
+
+def test_public_import_is_the_function_even_after_the_module_is_imported():
+    from kernels import softmax as public
+
+    assert callable(public) and public is sm.softmax
