@@ -115,7 +115,7 @@ def group_plots(experiment: dict, run: dict, verdict, label: str, anchor: str) -
                 continue
             ns = sorted({p[0] for points in table.values() for p in points})
             out.append({
-                "kind": "bandwidth", "dtype": dtype, "table": table, "ns": ns, "copy": copy,
+                "kind": "bandwidth", "dtype": dtype, "table": table, "ns": ns, "copy_gbs": copy,
                 "path": f"experiments/{slug}/{anchor}-bandwidth-{dtype}.svg",
                 "svg": plots.bandwidth_vs_n({p: [(n, g) for n, g, _ in pts] for p, pts in table.items()}, copy,
                                             f"{label}, {dtype}"),
