@@ -87,11 +87,19 @@ def speedup_interval(baseline: dict, candidate: dict) -> tuple:
     return value, value, value, "point"
 
 
+def ceiling_for(run: dict, pass_: str):
+    """(name, measured bandwidth) of the ceiling for a pass: copy for forward, 2-read-1-write for backward."""
+    three = run.get("three_tensor_bandwidth")
+    if pass_ == "backward" and three:
+        return "two-reads-one-write bandwidth", three
+    return "copy bandwidth", run.get("copy_bandwidth")
+
+
 def is_suspect(result: dict, run: dict) -> str:
     """Why a result's figure is physically implausible, or '' if it is not."""
-    copy = run.get("copy_bandwidth")
-    if copy and result.get("gbs") and result["gbs"] > copy["gbs"]:
-        return f"{result['profile']} reports {result['gbs']:.0f} GB/s, above the run's copy bandwidth {copy['gbs']:.0f} GB/s"
+    name, ceiling = ceiling_for(run, result["pass"])
+    if ceiling and result.get("gbs") and result["gbs"] > ceiling["gbs"]:
+        return f"{result['profile']} reports {result['gbs']:.0f} GB/s, above the run's {name} {ceiling['gbs']:.0f} GB/s"
     return ""
 
 

@@ -60,7 +60,7 @@ def make_env() -> Environment:
     )
     env.filters.update(ms=fmt_ms, gbs=fmt_gbs, pct=fmt_pct, x=fmt_x, bytes=fmt_bytes, slug=slugify,
                        markdown=lambda text: Markup(render_markdown(text)))
-    env.globals.update(profiles=PROFILES, how_verdicts=judge.HOW_VERDICTS_ARE_REACHED)
+    env.globals.update(profiles=PROFILES, how_verdicts=judge.HOW_VERDICTS_ARE_REACHED, ceiling_for=judge.ceiling_for)
     return env
 
 
@@ -108,7 +108,7 @@ def group_plots(experiment: dict, run: dict, verdict, label: str, anchor: str) -
     """The plots of one device's headline run: {path, svg, alt, caption, kind, ...}."""
     slug, out = experiment["slug"], []
     if len({c["cols"] for c in experiment["cases"]}) >= 3:
-        copy = (run.get("copy_bandwidth") or {}).get("gbs")
+        copy = (judge.ceiling_for(run, experiment["claim"]["pass"])[1] or {}).get("gbs")
         for dtype in experiment["dtypes"]:
             table = bandwidth_table(experiment, run, dtype)
             if not table:

@@ -1,0 +1,89 @@
+"""The CPU-side parts of measuring: planning, statistics, the correctness check and its references."""
+import pytest
+
+from kernellab import measure
+from kernellab.content import load_experiment
+from labfixtures import REPO
+
+torch = pytest.importorskip("torch")
+
+
+def experiments(*slugs):
+    """Experiments loaded from site_src/ by slug."""
+    return {s: load_experiment(REPO / "site_src" / "experiments" / f"{s}.yaml") for s in slugs}
+
+
+def test_plan_expands_and_narrows():
+    exps = experiments("row-softmax-fusion", "backward-pass")
+    everything = measure.plan(exps)
+    assert len([i for i in everything if i.experiment == "row-softmax-fusion"]) == 1 * 4 * 2
+    assert {i.pass_ for i in everything if i.experiment == "backward-pass"} == {"backward"}
+    narrowed = measure.plan(exps, ["row-softmax-fusion"], ["float16"], ["torch-baseline"], (8, 3000))
+    assert [(i.case, i.rows, i.cols, i.profile, i.dtype) for i in narrowed] == [
+        ("custom-8x3000", 8, 3000, "torch-baseline", "float16")]
+
+
+def test_profiles_without_a_backward_are_not_planned_for_the_backward_pass():
+    exps = experiments("backward-pass")
+    exps["backward-pass"]["profiles"].append("torch-naive")
+    assert not [i for i in measure.plan(exps) if i.profile == "torch-naive"]
+
+
+def test_timing_stats_keeps_every_sample_and_orders_quantiles():
+    samples = [0.5, 0.1, 0.3, 0.2, 0.4]
+    t = measure.timing_stats(samples)
+    assert t["median_ms"] == 0.3 and t["min_ms"] == 0.1 and t["max_ms"] == 0.5
+    assert t["p20_ms"] <= t["median_ms"] <= t["p80_ms"]
+    assert t["samples_ms"] == samples and t["n_samples"] == 5
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_check_accepts_correct_rounding_and_rejects_wrong_values(dtype):
+    x = torch.randn(64, 300, dtype=torch.float64) * 3
+    ref = torch.softmax(x, dim=-1)
+    good = ref.to(getattr(torch, dtype))
+    assert measure.check(good, ref, dtype)["passed"]
+    bad = good.clone()
+    bad[5, 7] *= 1.1
+    result = measure.check(bad, ref, dtype)
+    assert not result["passed"] and result["max_abs_err"] > 0
+    nan = good.clone()
+    nan[0, 0] = float("nan")
+    assert not measure.check(nan, ref, dtype)["passed"]
+    assert not measure.check(good[:, :-1], ref, dtype)["passed"]
+    assert not measure.check(good.double(), ref, dtype)["passed"]
+
+
+def test_check_covers_every_row_across_chunks(monkeypatch):
+    monkeypatch.setattr(measure, "CHECK_CHUNK_ELEMENTS", 1000)
+    ref = torch.softmax(torch.randn(50, 300, dtype=torch.float64), dim=-1)
+    out = ref.float()
+    out[-1, -1] += 0.01  # the last element of the last chunk
+    assert not measure.check(out, ref, "float32")["passed"]
+
+
+def test_gradient_reference_and_its_cancellation_scale():
+    y = torch.softmax(torch.randn(4, 100, dtype=torch.float64), dim=-1).half()
+    dy = torch.randn(4, 100).half()
+    dx, scale = measure.softmax_grad_reference(y, dy)
+    y64, dy64 = y.double(), dy.double()
+    expected = y64 * dy64 - y64 * (y64 * dy64).sum(-1, keepdim=True)
+    assert torch.allclose(dx, expected)
+    assert bool((scale >= dx.abs() - 1e-12).all())
+    # An fp16 result that rounds y*dy and y*s separately is within the scaled tolerance...
+    s = (y64 * dy64).sum(-1, keepdim=True)
+    two_roundings = ((y64 * dy64).half().double() - (y64 * s).half().double()).half()
+    assert measure.check(two_roundings, dx, "float16", scale)["passed"]
+    # ...but a wrong gradient is not.
+    assert not measure.check((dx * 1.05).half(), dx, "float16", scale)["passed"]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_naive_low_precision_softmax_passes_but_a_wrong_one_does_not(dtype):
+    from kernels.torch_softmax import naive_softmax
+
+    x = (torch.randn(16, 2000) * 2).to(getattr(torch, dtype))
+    ref, scale = measure.softmax_reference(x)
+    assert measure.check(naive_softmax(x), ref, dtype, scale)["passed"]
+    shifted = torch.roll(naive_softmax(x), 1, dims=-1)  # an off-by-one column index
+    assert not measure.check(shifted, ref, dtype, scale)["passed"]
