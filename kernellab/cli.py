@@ -115,8 +115,17 @@ def relative(path, root: Path) -> str:
         return str(path)
 
 
+def use_caches(root: Path) -> None:
+    """Keep plots and artifact validations between builds, in ROOT/.cache (ignored by git)."""
+    from kernellab import artifacts, plots
+
+    artifacts.CACHE_DIR = root / ".cache" / "validated"
+    plots.CACHE_DIR = root / ".cache" / "plots"
+
+
 def load_and_judge(root: Path):
     """Load and validate everything, then check decisions against the current verdicts."""
+    use_caches(root)
     content = load_content(root)
     for d in content.decisions:
         d["source_path"] = relative(d["source_path"], root)

@@ -117,8 +117,8 @@ def group_plots(experiment: dict, run: dict, verdict, label: str, anchor: str) -
             out.append({
                 "kind": "bandwidth", "dtype": dtype, "table": table, "ns": ns, "copy_gbs": copy,
                 "path": f"experiments/{slug}/{anchor}-bandwidth-{dtype}.svg",
-                "svg": plots.bandwidth_vs_n({p: [(n, g) for n, g, _ in pts] for p, pts in table.items()}, copy,
-                                            f"{label}, {dtype}"),
+                "svg": plots.cached(plots.bandwidth_vs_n, {p: [(n, g) for n, g, _ in pts] for p, pts in table.items()},
+                                    copy, f"{label}, {dtype}"),
                 "alt": f"Line plot of GB/s against row length N for each profile in {dtype} on {label}, "
                        f"with the copy ceiling as a dashed line; the numbers are in the table beside it.",
                 "caption": f"Throughput against row length, {dtype}",
@@ -127,7 +127,7 @@ def group_plots(experiment: dict, run: dict, verdict, label: str, anchor: str) -
     if rows:
         out.append({
             "kind": "speedup", "path": f"experiments/{slug}/{anchor}-speedup.svg",
-            "svg": plots.speedup_intervals(rows, experiment["claim"]["min_speedup"], label),
+            "svg": plots.cached(plots.speedup_intervals, rows, experiment["claim"]["min_speedup"], label),
             "alt": f"Speedup of {experiment['claim']['candidate']} over {experiment['claim']['baseline']} per case and "
                    f"dtype on {label}, with confidence intervals and the bar; the numbers are in the claim table.",
             "caption": "Speedup per case and dtype, with its interval",
@@ -137,7 +137,7 @@ def group_plots(experiment: dict, run: dict, verdict, label: str, anchor: str) -
     if groups and len(experiment["cases"]) == 1:
         out.append({
             "kind": "latency", "path": f"experiments/{slug}/{anchor}-latency.svg",
-            "svg": plots.latency_distribution(groups, label),
+            "svg": plots.cached(plots.latency_distribution, groups, label),
             "alt": f"Box plots of the timing samples per profile and dtype on {label}; medians and p20-p80 are in the result cards.",
             "caption": "Latency distribution from the timing samples",
         })
@@ -164,7 +164,7 @@ def trend_plot(experiment: dict, rows: list, label: str, anchor: str) -> dict:
     ticks = [f"{row['run']['git']['commit'][:7]}{' !' if row['regressions'] else ''}" for row in rows]
     return {
         "kind": "trend", "path": f"experiments/{experiment['slug']}/{anchor}-trend.svg",
-        "svg": plots.speedup_trend(series, ticks, experiment["claim"]["min_speedup"], label),
+        "svg": plots.cached(plots.speedup_trend, series, ticks, experiment["claim"]["min_speedup"], label),
         "alt": f"Speedup per case and dtype across the {len(rows)} runs on {label}, oldest first; "
                "the numbers are in the history table.",
         "caption": "Speedup over time, one point per run (commit; '!' marks a regression)",

@@ -1,5 +1,6 @@
 """Kernel source for the kernel pages: find a function with ast, highlight Python with tokenize."""
 import ast
+import functools
 import html
 import io
 import keyword
@@ -50,47 +51,46 @@ _FSTRING_TYPES = {getattr(tokenize, n) for n in ("FSTRING_START", "FSTRING_MIDDL
 def highlight_python(source: str) -> list:
     """Escaped HTML, one string per source line, with <span class> around tokens."""
     lines = source.splitlines()
-    spans = {}  # (row, col) -> (end_row, end_col, css class)
+    out = [[] for _ in lines]
+    cursor = [0] * len(lines)  # how far each line has been emitted
+
+    def emit(row, upto, css=""):
+        """Emit line `row` (1-based) from its cursor up to column `upto`, wrapped in css if given."""
+        text = html.escape(lines[row - 1][cursor[row - 1]:upto], quote=False)
+        if text:
+            out[row - 1].append(f'<span class="{css}">{text}</span>' if css else text)
+        cursor[row - 1] = max(cursor[row - 1], upto)
+
     previous = ""
     try:
-        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-            css = _css_class(tok, previous)
-            if css:
-                spans[tok.start] = (tok.end, css)
-            if tok.type == tokenize.NAME:
-                previous = tok.string
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     except (tokenize.TokenError, SyntaxError):
-        spans = {}
-    out = []
-    open_css, open_until = None, None
+        tokens = []
+    for tok in tokens:
+        css = _css_class(tok, previous)
+        if tok.type == tokenize.NAME:
+            previous = tok.string
+        if not css or tok.start[0] > len(lines):
+            continue
+        (start_row, start_col), (end_row, end_col) = tok.start, tok.end
+        emit(start_row, start_col)  # plain text before the token
+        for row in range(start_row, end_row + 1):  # multi-line strings span several lines
+            emit(row, end_col if row == end_row else len(lines[row - 1]), css)
     for row, line in enumerate(lines, 1):
-        parts = []
-        if open_css:  # a multi-line string continues on this line
-            parts.append(f'<span class="{open_css}">')
-        col = 0
-        while col < len(line):
-            if open_css and open_until[0] == row and col == open_until[1]:
-                parts.append("</span>")
-                open_css = None
-            if not open_css and (row, col) in spans:
-                (end_row, end_col), css = spans[(row, col)]
-                parts.append(f'<span class="{css}">')
-                open_css, open_until = css, (end_row, end_col)
-            parts.append(html.escape(line[col]))
-            col += 1
-        if open_css and open_until == (row, len(line)):
-            open_css = None
-            parts.append("</span>")
-        elif open_css:
-            parts.append("</span>")
-        out.append("".join(parts))
-    return out
+        emit(row, len(line))
+    return ["".join(parts) for parts in out]
+
+
+@functools.cache
+def _module_listing(module: str) -> tuple:
+    """(text, highlighted lines) of a kernels module, computed once per build."""
+    text = module_path(module).read_text(encoding="utf-8")
+    return text, tuple(highlight_python(text))
 
 
 def kernel_source(target: str) -> dict:
     """The module source and the entry function's line range for "module:function"."""
     module, _, function = target.partition(":")
-    path = module_path(module)
-    text = path.read_text(encoding="utf-8")
-    return {"path": f"{'/'.join(module.split('.'))}.py", "lines": highlight_python(text),
+    text, lines = _module_listing(module)
+    return {"path": f"{'/'.join(module.split('.'))}.py", "lines": lines,
             "entry": definition_lines(text, function), "function": function}

@@ -1,39 +1,33 @@
-"""Small, dependency-free statistics for comparing timing samples."""
+"""Small statistics for comparing timing samples (numpy only, which matplotlib brings)."""
 import math
+
+import numpy as np  # installed with matplotlib
 
 # A later run counts as a regression when it is slower by more than this and the difference is significant.
 REGRESSION_MIN_SLOWDOWN = 0.02
 SIGNIFICANCE = 0.01
 
 
-def ranks(values: list) -> list:
+def ranks(values) -> "np.ndarray":
     """1-based ranks, ties sharing their average rank."""
-    order = sorted(range(len(values)), key=values.__getitem__)
-    out = [0.0] * len(values)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            out[order[k]] = (i + j) / 2 + 1
-        i = j + 1
-    return out
+    values = np.asarray(values, dtype=float)
+    _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+    # The tied block of the k-th distinct value spans ranks (starts[k], starts[k] + counts[k] - 1].
+    starts = np.cumsum(counts) - counts
+    return (starts + (counts + 1) / 2)[inverse]
 
 
-def mann_whitney_p(a: list, b: list) -> float:
+def mann_whitney_p(a, b) -> float:
     """Two-sided p-value of the Mann-Whitney U test (normal approximation with tie correction)."""
     n1, n2 = len(a), len(b)
     if n1 == 0 or n2 == 0:
         return 1.0
-    combined = list(a) + list(b)
+    combined = np.concatenate([np.asarray(a, dtype=float), np.asarray(b, dtype=float)])
     r = ranks(combined)
-    u1 = sum(r[:n1]) - n1 * (n1 + 1) / 2
+    u1 = r[:n1].sum() - n1 * (n1 + 1) / 2
     n = n1 + n2
-    counts = {}
-    for v in combined:
-        counts[v] = counts.get(v, 0) + 1
-    tie_term = sum(t ** 3 - t for t in counts.values()) / (n * (n - 1)) if n > 1 else 0.0
+    _, counts = np.unique(combined, return_counts=True)
+    tie_term = float((counts ** 3 - counts).sum()) / (n * (n - 1)) if n > 1 else 0.0
     variance = n1 * n2 / 12 * ((n + 1) - tie_term)
     if variance <= 0:
         return 1.0
