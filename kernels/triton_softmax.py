@@ -144,6 +144,126 @@ def _split_write_fwd_kernel(output_ptr, input_ptr, partial_max_ptr, partial_sum_
     tl.store(output_ptr + row_idx.to(tl.int64) * output_row_stride + offsets,
              y.to(output_ptr.dtype.element_ty), mask=mask, cache_modifier=".cs")
 
+# "exchange": one HBM pass for long rows. A persistent program walks work items (row, chunk) in
+# increasing order, keeps its chunk in registers, publishes the chunk's partial, waits for the
+# row's other chunks' partials, and writes its chunk of the result from registers. A partial is
+# ONE 64-bit word (two float32 packed) written by one atomic exchange into a zeroed slot, so
+# "published" and "its data is visible" are the same event: readers need no fence or acquire,
+# only loads that bypass the incoherent L1 (volatile). Never 0 once written (see _pack callers),
+# so 0 means "missing".
+# Chunks start at VEC-element (16-byte) boundaries of memory, not of the row: with an unaligned
+# row (777,777 columns) every chunk but the row's first and last is then a whole aligned block,
+# loaded and stored unmasked with 16-byte vectors; only the two edge chunks are masked.
+
+
+@triton.jit
+def _pack(hi, lo):
+    """Two float32 scalars as one int64 (hi in the upper word), published by a single atomic."""
+    return ((hi.to(tl.int32, bitcast=True).to(tl.int64) << 32)
+            | (lo.to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF))
+
+
+@triton.jit
+def _unpack(packed):
+    """Inverse of _pack, elementwise."""
+    return ((packed >> 32).to(tl.int32).to(tl.float32, bitcast=True),
+            packed.to(tl.int32).to(tl.float32, bitcast=True))
+
+
+@triton.jit
+def _chunk_layout(row_start, chunk, n_cols, BLOCK_SIZE: tl.constexpr, VEC: tl.constexpr):
+    """Memory offsets and column indices of one chunk, and whether it lies wholly inside the row."""
+    first = row_start // VEC * VEC + chunk * BLOCK_SIZE  # VEC-aligned, provably (vector accesses)
+    offsets = first + tl.arange(0, BLOCK_SIZE)
+    first_col = first - row_start
+    return offsets, offsets - row_start, (first_col >= 0) & (first_col + BLOCK_SIZE <= n_cols)
+
+
+@triton.jit
+def _load_chunk(ptr, offsets, cols, n_cols, interior, other):
+    """ptr[offsets] where cols is inside [0, n_cols), else other; unmasked for an interior chunk."""
+    if interior:
+        values = tl.load(ptr + offsets)
+    else:
+        values = tl.load(ptr + offsets, mask=(cols >= 0) & (cols < n_cols), other=other)
+    return values
+
+
+@triton.jit
+def _store_chunk(ptr, offsets, cols, n_cols, interior, values):
+    """ptr[offsets] = values where cols is inside [0, n_cols); unmasked for an interior chunk."""
+    if interior:
+        tl.store(ptr + offsets, values)
+    else:
+        tl.store(ptr + offsets, values, mask=(cols >= 0) & (cols < n_cols))
+
+
+@triton.jit
+def _await_row(slots_ptr, row, n_chunks, max_polls, CHUNKS_BLOCK: tl.constexpr):
+    """The row's n_chunks slots, re-read until none is 0 or max_polls re-reads are spent."""
+    siblings = tl.arange(0, CHUNKS_BLOCK)
+    ptrs = slots_ptr + row * n_chunks + siblings
+    in_row = siblings < n_chunks
+    packed = tl.load(ptrs, mask=in_row, other=-1, volatile=True)
+    n_missing = tl.sum((packed == 0).to(tl.int32), axis=0)
+    polls = 0
+    while (n_missing > 0) & (polls < max_polls):
+        packed = tl.load(ptrs, mask=in_row, other=-1, volatile=True)
+        n_missing = tl.sum((packed == 0).to(tl.int32), axis=0)
+        polls += 1
+    return packed, n_missing, in_row
+
+
+@triton.jit
+def _chunk_max_sum(x):
+    """(max, sum of exp(x - max)) of a block; an all -inf block gives (-inf, 0), not NaN."""
+    chunk_max = tl.max(x, axis=0)
+    safe_max = tl.where(chunk_max == float("-inf"), 0.0, chunk_max)
+    return chunk_max, tl.sum(tl.exp(x - safe_max), axis=0)
+
+
+@triton.jit
+def _exchange_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, output_row_stride, n_rows,
+                         n_cols, n_chunks, max_polls, BLOCK_SIZE: tl.constexpr, CHUNKS_BLOCK: tl.constexpr,
+                         ALIGN: tl.constexpr, VEC: tl.constexpr):
+    """One-HBM-pass softmax of long rows: chunks in registers, (max, sum) exchanged through slots."""
+    n_cols = n_cols // ALIGN * ALIGN
+    input_row_stride = input_row_stride // ALIGN * ALIGN
+    output_row_stride = output_row_stride // ALIGN * ALIGN
+    for item in range(tl.program_id(0), n_rows * n_chunks, tl.num_programs(0)):
+        row = item // n_chunks
+        row_start = tl.cast(row, tl.int64) * input_row_stride
+        offsets, cols, interior = _chunk_layout(row_start, item % n_chunks, n_cols, BLOCK_SIZE, VEC)
+        x = _load_chunk(input_ptr, offsets, cols, n_cols, interior, float("-inf")).to(tl.float32)
+        chunk_max, chunk_sum = _chunk_max_sum(x)
+        # never 0: a finite max has sum >= 1, and -inf's bits are not 0
+        tl.atomic_xchg(slots_ptr + item, _pack(chunk_max, chunk_sum), sem="relaxed")
+        packed, n_missing, in_row = _await_row(slots_ptr, row, n_chunks, max_polls, CHUNKS_BLOCK)
+        if n_missing > 0:
+            # siblings not running (not co-resident, or the sequential interpreter): compute
+            # their partials from the input and publish them, so later siblings need not
+            for sibling in range(0, n_chunks):
+                slot = slots_ptr + row * n_chunks + sibling
+                if tl.load(slot, volatile=True) == 0:
+                    s_offsets, s_cols, s_interior = _chunk_layout(row_start, sibling, n_cols, BLOCK_SIZE, VEC)
+                    s_x = _load_chunk(input_ptr, s_offsets, s_cols, n_cols, s_interior,
+                                      float("-inf")).to(tl.float32)
+                    s_max, s_sum = _chunk_max_sum(s_x)
+                    tl.atomic_xchg(slot, _pack(s_max, s_sum), sem="relaxed")
+            packed = tl.load(slots_ptr + row * n_chunks + tl.arange(0, CHUNKS_BLOCK), mask=in_row,
+                             other=-1, volatile=True)
+        partial_max, partial_sum = _unpack(packed)
+        partial_max = tl.where(in_row, partial_max, float("-inf"))
+        row_max = tl.max(partial_max, axis=0)
+        # all -inf chunks add 0 * exp(-inf) = 0; a fully -inf row gives NaN, as in torch
+        inv_row_sum = 1.0 / tl.sum(tl.where(in_row, partial_sum * tl.exp(partial_max - row_max), 0.0), axis=0)
+        y = (tl.exp(x - row_max) * inv_row_sum).to(output_ptr.dtype.element_ty)
+        if VEC > 1:  # same row stride as the input (host-checked): same offsets, same alignment
+            _store_chunk(output_ptr, offsets, cols, n_cols, interior, y)
+        else:
+            _store_chunk(output_ptr, tl.cast(row, tl.int64) * output_row_stride + cols, cols, n_cols,
+                         interior, y)
+
 
 @triton.jit
 def _rows_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, grad_input_row_stride,
@@ -250,6 +370,56 @@ def _split_write_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, partial
              (y * (dy - row_dot)).to(grad_input_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def _exchange_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, slots_ptr, grad_input_row_stride,
+                         output_row_stride, grad_output_row_stride, n_rows, n_cols, n_chunks, max_polls,
+                         BLOCK_SIZE: tl.constexpr, CHUNKS_BLOCK: tl.constexpr, ALIGN: tl.constexpr,
+                         VEC: tl.constexpr):
+    """One-HBM-pass softmax backward of long rows: y, dy chunks in registers, sum(y * dy) exchanged."""
+    n_cols = n_cols // ALIGN * ALIGN
+    grad_input_row_stride = grad_input_row_stride // ALIGN * ALIGN
+    output_row_stride = output_row_stride // ALIGN * ALIGN
+    grad_output_row_stride = grad_output_row_stride // ALIGN * ALIGN
+    for item in range(tl.program_id(0), n_rows * n_chunks, tl.num_programs(0)):
+        row = item // n_chunks
+        row64 = tl.cast(row, tl.int64)
+        # VEC > 1 only when all three tensors share one row stride (host-checked)
+        offsets, cols, interior = _chunk_layout(row64 * output_row_stride, item % n_chunks, n_cols,
+                                                BLOCK_SIZE, VEC)
+        if VEC == 1:
+            y_offsets, dy_offsets, dx_offsets = (row64 * output_row_stride + cols,
+                                                 row64 * grad_output_row_stride + cols,
+                                                 row64 * grad_input_row_stride + cols)
+        else:
+            y_offsets, dy_offsets, dx_offsets = offsets, offsets, offsets
+        y = _load_chunk(output_ptr, y_offsets, cols, n_cols, interior, 0.0).to(tl.float32)
+        dy = _load_chunk(grad_output_ptr, dy_offsets, cols, n_cols, interior, 0.0).to(tl.float32)
+        # the upper word 1.0 makes the slot non-zero whatever the dot
+        tl.atomic_xchg(slots_ptr + item, _pack(tl.full((), 1.0, tl.float32), tl.sum(y * dy, axis=0)), sem="relaxed")
+        packed, n_missing, in_row = _await_row(slots_ptr, row, n_chunks, max_polls, CHUNKS_BLOCK)
+        if n_missing > 0:
+            # siblings not running: compute and publish their dots from y and dy
+            for sibling in range(0, n_chunks):
+                slot = slots_ptr + row * n_chunks + sibling
+                if tl.load(slot, volatile=True) == 0:
+                    s_offsets, s_cols, s_interior = _chunk_layout(row64 * output_row_stride, sibling,
+                                                                  n_cols, BLOCK_SIZE, VEC)
+                    if VEC == 1:
+                        s_y_offsets, s_dy_offsets = (row64 * output_row_stride + s_cols,
+                                                     row64 * grad_output_row_stride + s_cols)
+                    else:
+                        s_y_offsets, s_dy_offsets = s_offsets, s_offsets
+                    s_y = _load_chunk(output_ptr, s_y_offsets, s_cols, n_cols, s_interior, 0.0)
+                    s_dy = _load_chunk(grad_output_ptr, s_dy_offsets, s_cols, n_cols, s_interior, 0.0)
+                    s_dot = tl.sum(s_y.to(tl.float32) * s_dy.to(tl.float32), axis=0)
+                    tl.atomic_xchg(slot, _pack(tl.full((), 1.0, tl.float32), s_dot), sem="relaxed")
+            packed = tl.load(slots_ptr + row * n_chunks + tl.arange(0, CHUNKS_BLOCK), mask=in_row,
+                             other=-1, volatile=True)
+        row_dot = tl.sum(tl.where(in_row, _unpack(packed)[1], 0.0), axis=0)
+        _store_chunk(grad_input_ptr, dx_offsets, cols, n_cols, interior,
+                     (y * (dy - row_dot)).to(grad_input_ptr.dtype.element_ty))
+
+
 # Seed 003's autotuning grid. Under TRITON_INTERPRET timings mean nothing (and the autotuner's
 # benchmark needs a GPU), so the interpreter gets one config, which triton.autotune runs untimed.
 AUTOTUNE_BLOCK_SIZES = (256, 512, 1024, 2048, 4096, 8192)
@@ -272,12 +442,13 @@ class Plan(NamedTuple):
     """One row of SOFTMAX_PLANS: how to launch one band of shapes."""
     op: str                # "forward" or "backward"
     max_cols: float        # the row applies when n_cols <= max_cols ...
-    min_rows_per_sm: int   # ... and n_rows >= min_rows_per_sm * SM count; first match wins
-    path: str              # "rows" | "online" | "split" (module docstring)
+    min_rows_per_sm: int   # ... and n_rows >= min_rows_per_sm * SM count ...
+    elem_bytes: int        # ... and the element size is elem_bytes (0: any); first match wins
+    path: str              # "rows" | "online" | "split" | "exchange" (module docstring)
     rows_per_program: int  # rows: rows per program (tile = rows_per_program x next_pow2(n_cols))
-    block_size: int        # online: columns per loop step; split: columns per chunk
+    block_size: int        # online: columns per loop step; split, exchange: columns per chunk
     num_warps: int
-    programs_per_sm: int   # online: persistent grid size = programs_per_sm * SM count
+    programs_per_sm: int   # online, exchange: persistent grid size = programs_per_sm * SM count
 
 
 # Short rows: tiles of ~4096 elements, so each program moves 8-16 KB and a thread holds 2-4
@@ -290,32 +461,40 @@ class Plan(NamedTuple):
 # 16-byte accesses wherever n_cols and strides allow; the numbers are reasoned starting points
 # for GPU tuning, not measured optima.
 SOFTMAX_PLANS = (
-    #     op          max_cols  min_rows  path      rows  block  warps  progs
-    Plan("forward",        64,        0, "rows",      64,     0,     4,    0),
-    Plan("forward",       128,        0, "rows",      32,     0,     4,    0),
-    Plan("forward",       256,        0, "rows",      16,     0,     4,    0),
-    Plan("forward",       512,        0, "rows",       8,     0,     4,    0),
-    Plan("forward",      1024,        0, "rows",       4,     0,     4,    0),
-    Plan("forward",      2048,        0, "rows",       2,     0,     8,    0),
-    Plan("forward",      4096,        0, "rows",       1,     0,     8,    0),
-    Plan("forward",      8192,        0, "rows",       1,     0,    16,    0),
-    Plan("forward",     16384,        0, "rows",       1,     0,    16,    0),
-    Plan("forward",     32768,        0, "rows",       1,     0,    32,    0),
-    Plan("forward",  math.inf,        2, "online",     0, 16384,    32,    1),
-    Plan("forward",  math.inf,        0, "split",      0,  8192,     8,    0),
-    Plan("backward",       64,        0, "rows",      32,     0,     4,    0),
-    Plan("backward",      128,        0, "rows",      16,     0,     4,    0),
-    Plan("backward",      256,        0, "rows",       8,     0,     4,    0),
-    Plan("backward",      512,        0, "rows",       4,     0,     4,    0),
-    Plan("backward",     1024,        0, "rows",       2,     0,     4,    0),
-    Plan("backward",     2048,        0, "rows",       1,     0,     4,    0),
-    Plan("backward",     4096,        0, "rows",       1,     0,     8,    0),
-    Plan("backward",     8192,        0, "rows",       1,     0,    16,    0),
-    Plan("backward",    16384,        0, "rows",       1,     0,    32,    0),
-    Plan("backward", math.inf,        2, "online",     0,  8192,    32,    1),
-    Plan("backward", math.inf,        0, "split",      0,  8192,     8,    0),
+    #     op          max_cols  min_rows bytes path      rows  block  warps  progs
+    Plan("forward",        64,        0,  0, "rows",      64,     0,     4,    0),
+    Plan("forward",       128,        0,  0, "rows",      32,     0,     4,    0),
+    Plan("forward",       256,        0,  0, "rows",      16,     0,     4,    0),
+    Plan("forward",       512,        0,  0, "rows",       8,     0,     4,    0),
+    Plan("forward",      1024,        0,  0, "rows",       4,     0,     4,    0),
+    Plan("forward",      2048,        0,  0, "rows",       2,     0,     8,    0),
+    Plan("forward",      4096,        0,  0, "rows",       1,     0,     8,    0),
+    Plan("forward",      8192,        0,  0, "rows",       1,     0,    16,    0),
+    Plan("forward",     16384,        0,  0, "rows",       1,     0,    16,    0),
+    Plan("forward",     32768,        0,  4, "rows",       1,     0,    32,    0),
+    Plan("forward",   1048576,        0,  2, "exchange",   0,  8192,     8,    3),
+    Plan("forward",   1048576,        0,  4, "exchange",   0,  4096,     8,    4),
+    Plan("forward",  math.inf,        2,  0, "online",     0, 16384,    32,    1),
+    Plan("forward",  math.inf,        0,  0, "split",      0,  8192,     8,    0),
+    Plan("backward",       64,        0,  0, "rows",      32,     0,     4,    0),
+    Plan("backward",      128,        0,  0, "rows",      16,     0,     4,    0),
+    Plan("backward",      256,        0,  0, "rows",       8,     0,     4,    0),
+    Plan("backward",      512,        0,  0, "rows",       4,     0,     4,    0),
+    Plan("backward",     1024,        0,  0, "rows",       2,     0,     4,    0),
+    Plan("backward",     2048,        0,  0, "rows",       1,     0,     4,    0),
+    Plan("backward",     4096,        0,  0, "rows",       1,     0,     8,    0),
+    Plan("backward",     8192,        0,  0, "rows",       1,     0,    16,    0),
+    Plan("backward",    16384,        0,  0, "rows",       1,     0,    32,    0),
+    Plan("backward",  1048576,        0,  2, "exchange",   0,  4096,     8,    2),
+    Plan("backward",  1048576,        0,  4, "exchange",   0,  4096,     8,    2),
+    Plan("backward", math.inf,        2,  0, "online",     0,  8192,    32,    1),
+    Plan("backward", math.inf,        0,  0, "split",      0,  8192,     8,    0),
 )
 
+# Exchange programs re-read their row's slots up to this many times (~0.5 us each, an L2 round
+# trip) before computing missing partials from the input. Co-resident siblings publish within
+# a few microseconds, so this only runs out when they are not running.
+EXCHANGE_MAX_POLLS = 4096
 # The seeds' one-program-per-row limit (calculate_settings, Unsloth/Liger).
 MAX_FUSED_SIZE = 65536
 # Seed online variants: fixed block, warps from calculate_settings(ONLINE_BLOCK_SIZE).
@@ -386,13 +565,20 @@ def _sm_count(device: torch.device) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count
 
 
-def _select_plan(op: str, n_rows: int, n_cols: int, device: torch.device) -> Plan:
-    """First SOFTMAX_PLANS row of op matching the shape."""
+def _select_plan(op: str, n_rows: int, n_cols: int, elem_bytes: int, device: torch.device) -> Plan:
+    """First SOFTMAX_PLANS row of op matching the shape and element size."""
     sm_count = _sm_count(device)
     for plan in SOFTMAX_PLANS:
-        if plan.op == op and n_cols <= plan.max_cols and n_rows >= plan.min_rows_per_sm * sm_count:
+        if (plan.op == op and n_cols <= plan.max_cols and n_rows >= plan.min_rows_per_sm * sm_count
+                and plan.elem_bytes in (0, elem_bytes)):
             return plan
-    raise LookupError(f"SOFTMAX_PLANS has no {op} row for shape ({n_rows}, {n_cols})")
+    raise LookupError(f"SOFTMAX_PLANS has no {op} row for shape ({n_rows}, {n_cols}), {elem_bytes}-byte elements")
+
+
+def _max_polls() -> int:
+    """Sibling re-reads before an exchange program computes the missing partials itself."""
+    # the interpreter runs programs one after another: waiting there is pointless
+    return 1 if _interpreting() else EXCHANGE_MAX_POLLS
 
 
 # compile_facts sets this to a list to collect (kernel, compiled handle, launch kwargs).
@@ -435,6 +621,43 @@ def _forward_split(y, x, block_size, num_warps, align):
             ALIGN=align, num_warps=num_warps)
 
 
+def _exchange_grid(n_items, n_chunks, num_warps, programs_per_sm, device):
+    """(programs, maxnreg) for an exchange launch whose programs are all co-resident.
+
+    The wait for siblings needs them running: programs_per_sm * num_warps warps fit an SM's
+    64 warps, and maxnreg caps registers so that many programs fit its 64K registers (the
+    kernels use ~1-2 KB of shared memory). Walking items in order, a program waits only on
+    items less than one grid ahead when n_chunks <= programs, so the wait chain ends; beyond
+    that (or with other kernels sharing the SMs) the bounded spin and fallback keep it correct.
+    """
+    programs_per_sm = max(1, min(programs_per_sm, 64 // num_warps))
+    maxnreg = min(255, 65536 // (programs_per_sm * num_warps * 32) // 8 * 8)
+    return min(n_items, programs_per_sm * _sm_count(device)), maxnreg
+
+
+def _exchange_vec(element_size, *tensors):
+    """16-byte vector of elements when the tensors share row stride and 16-byte-aligned bases, else 1."""
+    shared = len({t.stride(0) for t in tensors}) == 1 and all(t.data_ptr() % 16 == 0 for t in tensors)
+    return 16 // element_size if shared else 1
+
+
+def _exchange_chunks(n_cols, block_size, align, vec):
+    """Chunks per row: rows start up to vec - align elements into their first aligned block."""
+    return triton.cdiv(n_cols + vec - min(vec, align), block_size)
+
+
+def _forward_exchange(y, x, block_size, num_warps, programs_per_sm, align):
+    """Launch the one-pass split-row forward on a persistent, co-resident grid."""
+    n_rows, n_cols = x.shape
+    vec = _exchange_vec(x.element_size(), x, y)
+    n_chunks = _exchange_chunks(n_cols, block_size, align, vec)
+    slots = torch.zeros(n_rows * n_chunks, dtype=torch.int64, device=x.device)
+    n_programs, maxnreg = _exchange_grid(n_rows * n_chunks, n_chunks, num_warps, programs_per_sm, x.device)
+    _launch(_exchange_fwd_kernel, (n_programs,), y, x, slots, x.stride(0), y.stride(0), n_rows, n_cols,
+            n_chunks, _max_polls(), BLOCK_SIZE=block_size, CHUNKS_BLOCK=triton.next_power_of_2(n_chunks),
+            ALIGN=align, VEC=vec, num_warps=num_warps, maxnreg=maxnreg)
+
+
 def _backward_rows(dx, y, dy, rows_per_program, num_warps, align):
     """Launch the whole-rows-in-registers backward."""
     n_rows, n_cols = y.shape
@@ -463,6 +686,19 @@ def _backward_split(dx, y, dy, block_size, num_warps, align):
             CHUNKS_BLOCK=triton.next_power_of_2(n_chunks), ALIGN=align, num_warps=num_warps)
 
 
+def _backward_exchange(dx, y, dy, block_size, num_warps, programs_per_sm, align):
+    """Launch the one-pass split-row backward on a persistent, co-resident grid."""
+    n_rows, n_cols = y.shape
+    vec = _exchange_vec(y.element_size(), dx, y, dy)
+    n_chunks = _exchange_chunks(n_cols, block_size, align, vec)
+    slots = torch.zeros(n_rows * n_chunks, dtype=torch.int64, device=y.device)
+    n_programs, maxnreg = _exchange_grid(n_rows * n_chunks, n_chunks, num_warps, programs_per_sm, y.device)
+    _launch(_exchange_bwd_kernel, (n_programs,), dx, y, dy, slots, dx.stride(0), y.stride(0), dy.stride(0),
+            n_rows, n_cols, n_chunks, _max_polls(), BLOCK_SIZE=block_size,
+            CHUNKS_BLOCK=triton.next_power_of_2(n_chunks), ALIGN=align, VEC=vec, num_warps=num_warps,
+            maxnreg=maxnreg)
+
+
 def _run_forward_plan(y, x, plan):
     """Launch plan's path for the forward."""
     n_rows, n_cols = x.shape
@@ -472,6 +708,8 @@ def _run_forward_plan(y, x, plan):
     elif plan.path == "online":
         n_programs = min(n_rows, plan.programs_per_sm * _sm_count(x.device))
         _forward_online(y, x, plan.block_size, plan.num_warps, n_programs, align)
+    elif plan.path == "exchange":
+        _forward_exchange(y, x, plan.block_size, plan.num_warps, plan.programs_per_sm, align)
     else:
         _forward_split(y, x, plan.block_size, plan.num_warps, align)
 
@@ -485,6 +723,8 @@ def _run_backward_plan(dx, y, dy, plan):
     elif plan.path == "online":
         n_programs = min(n_rows, plan.programs_per_sm * _sm_count(y.device))
         _backward_online(dx, y, dy, plan.block_size, plan.num_warps, n_programs, align)
+    elif plan.path == "exchange":
+        _backward_exchange(dx, y, dy, plan.block_size, plan.num_warps, plan.programs_per_sm, align)
     else:
         _backward_split(dx, y, dy, plan.block_size, plan.num_warps, align)
 
@@ -494,7 +734,7 @@ def softmax_forward(x: torch.Tensor) -> torch.Tensor:
     x = _as_rows(x, "x")
     y = _new_output(*x.shape, x)
     if x.numel():
-        _run_forward_plan(y, x, _select_plan("forward", *x.shape, x.device))
+        _run_forward_plan(y, x, _select_plan("forward", *x.shape, x.element_size(), x.device))
     return y
 
 
@@ -510,7 +750,7 @@ def softmax_backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
     """Gradient of softmax given its output y and upstream gradient dy, on the SOFTMAX_PLANS path."""
     y, dy, dx = _backward_operands(y, dy)
     if y.numel():
-        _run_backward_plan(dx, y, dy, _select_plan("backward", *y.shape, y.device))
+        _run_backward_plan(dx, y, dy, _select_plan("backward", *y.shape, y.element_size(), y.device))
     return dx
 
 

@@ -75,26 +75,30 @@ def reference_grad(x, dy, dim=-1):
     return x64.grad
 
 
-def plan_cases(op):
-    """(plan, n_rows, n_cols) hitting every SOFTMAX_PLANS row of op at its max_cols and one past the row before."""
+# Widths above this are not run at a table row's max_cols (the interpreter is slow there);
+# exchange rows are exercised just past their lower threshold and by the long-row tests.
+MAX_BOUNDARY_COLS = 65536
+
+
+def plan_cases(op, dtype):
+    """(plan, n_rows, n_cols) hitting every SOFTMAX_PLANS row of op for dtype's element size at its
+    max_cols and one past the row before."""
     sm_count = sm._sm_count(DEVICE)
+    elem_bytes = dtype.itemsize
     cases, last_finite = [], 0
-    for plan in (p for p in sm.SOFTMAX_PLANS if p.op == op):
+    for plan in (p for p in sm.SOFTMAX_PLANS if p.op == op and p.elem_bytes in (0, elem_bytes)):
         if plan.path == "rows":  # several programs, the last one with rows past the end
             n_rows = 2 * plan.rows_per_program + 1
         else:  # enough rows for this row of the table and, for "online", more rows than programs
             n_rows = max(plan.min_rows_per_sm * sm_count + 1, 3)
-        widths = [last_finite + 1] + ([int(plan.max_cols)] if math.isfinite(plan.max_cols) else [])
-        cases += [(plan, n_rows, n_cols) for n_cols in widths]
+        widths = [last_finite + 1] + ([int(plan.max_cols)] if plan.max_cols <= MAX_BOUNDARY_COLS else [])
+        if plan.path in ("online", "split"):  # past exchange's 1M columns: one row, or 2 per SM
+            n_rows = max(plan.min_rows_per_sm * sm_count, 1)
+        cases += [pytest.param(plan, n_rows, n_cols, dtype, id=f"{op}-{plan.path}-{n_rows}x{n_cols}-{dtype}")
+                  for n_cols in widths]
         if math.isfinite(plan.max_cols):
             last_finite = int(plan.max_cols)
     return cases
-
-
-def case_id(case):
-    """pytest id of a plan case."""
-    plan, n_rows, n_cols = case
-    return f"{plan.op}-{plan.path}-{n_rows}x{n_cols}"
 
 
 @pytest.fixture
@@ -109,20 +113,16 @@ def poisoned_outputs(monkeypatch):
 # Dispatcher: every table row, at and just past its thresholds
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("case", plan_cases("forward"), ids=case_id)
-def test_forward_plan_boundaries(case, dtype, poisoned_outputs):
-    plan, n_rows, n_cols = case
-    assert sm._select_plan("forward", n_rows, n_cols, DEVICE) == plan
+@pytest.mark.parametrize("plan,n_rows,n_cols,dtype", [case for dtype in DTYPES for case in plan_cases("forward", dtype)])
+def test_forward_plan_boundaries(plan, n_rows, n_cols, dtype, poisoned_outputs):
+    assert sm._select_plan("forward", n_rows, n_cols, dtype.itemsize, DEVICE) == plan
     x = make_input((n_rows, n_cols), dtype)
     assert_softmax(sm.softmax_forward(x), x)
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("case", plan_cases("backward"), ids=case_id)
-def test_backward_plan_boundaries(case, dtype, poisoned_outputs):
-    plan, n_rows, n_cols = case
-    assert sm._select_plan("backward", n_rows, n_cols, DEVICE) == plan
+@pytest.mark.parametrize("plan,n_rows,n_cols,dtype", [case for dtype in DTYPES for case in plan_cases("backward", dtype)])
+def test_backward_plan_boundaries(plan, n_rows, n_cols, dtype, poisoned_outputs):
+    assert sm._select_plan("backward", n_rows, n_cols, dtype.itemsize, DEVICE) == plan
     x = make_input((n_rows, n_cols), dtype)
     y = torch.softmax(x.float(), -1).to(dtype)
     dy = make_input((n_rows, n_cols), dtype, seed=1)
@@ -146,13 +146,49 @@ def test_forward_odd_shapes(shape, dtype, poisoned_outputs):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("shape", [
-    (1, 1_048_576),  # split: 128 chunks of one row, combine launch in reverse order
-    (3, 777_777),    # split with odd N: unaligned rows (ALIGN 1) and a ragged last chunk
-    (9, 100_003),    # online: persistent grid smaller than the row count, odd N, ragged last block
+    (1, 262_144),   # exchange: 32-64 chunks of one row, all aligned, more items than programs
+    (3, 100_003),   # exchange, odd N: rows 1, 2 start mid-vector, so masked head and tail chunks
+    (5, 32_776),    # exchange, N % 8 == 0 but not % 16: a head of 0 or 4 elements, ALIGN 8 / 4
 ], ids=lambda shape: f"{shape[0]}x{shape[1]}")
 def test_forward_long_rows(shape, dtype, poisoned_outputs):
+    plan = sm._select_plan("forward", *shape, dtype.itemsize, DEVICE)
+    assert plan.path == "exchange"
     x = make_input(shape, dtype)
     assert_softmax(sm.softmax_forward(x), x)
+
+
+def exchange_views(dtype):
+    """Long-row inputs whose layout differs from the contiguous output (exchange's VEC = 1 path)."""
+    base = make_input((6, 40_008), dtype)
+    flat = base.reshape(-1)
+    return {
+        "row_slice": base[::2],                         # row stride 80016
+        "col_slice": base[:, 3:-5],                     # row stride 40008, unaligned start
+        "unaligned_base": flat[3:3 + 3 * 40_001].view(3, 40_001),  # output's strides, base off by 3
+    }
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("view", ["row_slice", "col_slice", "unaligned_base"])
+def test_exchange_strided(view, dtype, poisoned_outputs):
+    x = exchange_views(dtype)[view]
+    assert sm._select_plan("forward", *x.shape, dtype.itemsize, DEVICE).path == "exchange"
+    assert sm._exchange_vec(x.element_size(), x, torch.empty(x.shape, dtype=dtype)) == 1
+    assert_softmax(sm.softmax_forward(x), x)
+    y = torch.softmax(x.double(), -1).to(dtype)
+    dy = exchange_views(dtype)[view] / 10
+    expected = y.double() * (dy.double() - (y.double() * dy.double()).sum(-1, keepdim=True))
+    assert_grad(sm.softmax_backward(y, dy), expected, dtype)
+
+
+def test_exchange_grid_is_co_resident():
+    for num_warps, programs_per_sm in [(8, 4), (8, 3), (8, 2), (16, 8), (32, 1)]:
+        n_programs, maxnreg = sm._exchange_grid(10**6, 64, num_warps, programs_per_sm, DEVICE)
+        resident = n_programs // sm._sm_count(DEVICE)
+        assert resident * num_warps <= 64                    # warps per SM
+        assert resident * num_warps * 32 * maxnreg <= 65536  # registers per SM
+        assert maxnreg % 8 == 0 and maxnreg <= 255
+    assert sm._exchange_grid(3, 3, 8, 4, DEVICE)[0] == 3  # never more programs than work items
 
 
 # ---------------------------------------------------------------------------------------------
