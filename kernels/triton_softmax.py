@@ -499,9 +499,9 @@ EXCHANGE_MAX_POLLS = 4096
 MAX_FUSED_SIZE = 65536
 # Seed online variants: fixed block, warps from calculate_settings(ONLINE_BLOCK_SIZE).
 ONLINE_BLOCK_SIZE = 4096
-# Stand-in SM count on the CPU interpreter: small, so tests reach every table row and the
-# persistent row loop really loops.
-_INTERPRETER_SM_COUNT = 2
+# Stand-in SM count on the CPU interpreter: small, so tests reach every table row cheaply and
+# the persistent loops really loop.
+_INTERPRETER_SM_COUNT = 1
 _SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 # ----------------------------------------------------------------------------------------------

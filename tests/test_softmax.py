@@ -320,8 +320,7 @@ def test_cpu_tensor_without_interpreter(monkeypatch):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("shape", [
     (6, 300),     # rows path
-    (9, 40_000),  # online path: a whole first block of -inf, then finite values
-    (3, 40_000),  # split path: whole chunks of -inf
+    (3, 40_000),  # exchange path: whole chunks of -inf; online_forward: whole blocks of -inf
 ])
 def test_neg_inf_masking(shape, dtype):
     x = make_input(shape, dtype)
@@ -339,7 +338,7 @@ def test_neg_inf_masking(shape, dtype):
         assert (y[1:][x[1:] == -math.inf] == 0).all()  # masked entries are exactly 0
 
 
-@pytest.mark.parametrize("shape", [(6, 300), (9, 40_000), (3, 40_000)], ids=lambda shape: f"{shape[0]}x{shape[1]}")
+@pytest.mark.parametrize("shape", [(6, 300), (3, 40_000)], ids=lambda shape: f"{shape[0]}x{shape[1]}")
 def test_neg_inf_masking_backward(shape):
     x = make_input(shape, torch.float32).requires_grad_(True)
     with torch.no_grad():
@@ -351,7 +350,7 @@ def test_neg_inf_masking_backward(shape):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("shape", [(7, 300), (9, 40_000), (2, 40_000)], ids=lambda shape: f"{shape[0]}x{shape[1]}")
+@pytest.mark.parametrize("shape", [(7, 300), (2, 40_000)], ids=lambda shape: f"{shape[0]}x{shape[1]}")
 def test_rows_sum_to_one(shape, dtype):
     y = sm.softmax(make_input(shape, dtype)).double()
     # each output carries at most FORWARD_TOL's rtol of its own value, so the sum is off by <= rtol
@@ -359,7 +358,7 @@ def test_rows_sum_to_one(shape, dtype):
                                atol=0, rtol=2 * FORWARD_TOL[dtype][1])
 
 
-@pytest.mark.parametrize("shape", [(7, 300), (9, 40_000), (2, 40_000)], ids=lambda shape: f"{shape[0]}x{shape[1]}")
+@pytest.mark.parametrize("shape", [(7, 300), (2, 40_000)], ids=lambda shape: f"{shape[0]}x{shape[1]}")
 def test_shift_invariance(shape):
     # inputs on a 2^-8 grid below 2^7, so x + 16 and x - 1000 are exact in fp32 (x - max is too)
     x = (make_input(shape, torch.float32) * 256).round() / 256
@@ -376,8 +375,7 @@ def test_shift_invariance(shape):
 @pytest.mark.parametrize("shape,dim", [
     ((5, 300), -1),       # rows path
     ((4, 6, 50), 1),      # a middle dim: non-contiguous dy reaches the backward
-    ((9, 40_000), -1),    # online backward
-    ((2, 100_003), -1),   # split backward, odd N
+    ((2, 100_003), -1),   # exchange backward, odd N: row 1 starts mid-vector
 ])
 def test_autograd(shape, dim, dtype):
     x = make_input(shape, dtype).requires_grad_(True)
