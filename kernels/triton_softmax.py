@@ -252,6 +252,8 @@ def _exchange_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, out
                     tl.atomic_xchg(slot, _pack(s_max, s_sum), sem="relaxed")
             packed = tl.load(slots_ptr + row * n_chunks + tl.arange(0, CHUNKS_BLOCK), mask=in_row,
                              other=-1, volatile=True)
+            # re-read our chunk rather than keep it live across this loop: no spills
+            x = _load_chunk(input_ptr, offsets, cols, n_cols, interior, float("-inf")).to(tl.float32)
         partial_max, partial_sum = _unpack(packed)
         partial_max = tl.where(in_row, partial_max, float("-inf"))
         row_max = tl.max(partial_max, axis=0)
@@ -415,6 +417,9 @@ def _exchange_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, slots_ptr,
                     tl.atomic_xchg(slot, _pack(tl.full((), 1.0, tl.float32), s_dot), sem="relaxed")
             packed = tl.load(slots_ptr + row * n_chunks + tl.arange(0, CHUNKS_BLOCK), mask=in_row,
                              other=-1, volatile=True)
+            # re-read our chunks rather than keep them live across this loop: no spills
+            y = _load_chunk(output_ptr, y_offsets, cols, n_cols, interior, 0.0).to(tl.float32)
+            dy = _load_chunk(grad_output_ptr, dy_offsets, cols, n_cols, interior, 0.0).to(tl.float32)
         row_dot = tl.sum(tl.where(in_row, _unpack(packed)[1], 0.0), axis=0)
         _store_chunk(grad_input_ptr, dx_offsets, cols, n_cols, interior,
                      (y * (dy - row_dot)).to(grad_input_ptr.dtype.element_ty))
