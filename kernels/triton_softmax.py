@@ -13,6 +13,9 @@ Paths (see notes/kernels.md for the memory-traffic reasoning):
   split  - long rows with too few rows to fill the GPU: every chunk of every row is a program;
            launch 1 writes per-chunk partials, launch 2 combines its row's partials and writes
            its chunk, in reverse launch order so the chunks read last are re-read first, from L2.
+  exchange - long rows in ONE HBM pass: a persistent, co-resident grid walks (row, chunk) items
+           in order; each program keeps its chunk in registers, publishes its partial in a slot,
+           waits (bounded) for its row's other partials, and writes its chunk from registers.
 
 Nothing here touches a device at import time.
 """
@@ -459,10 +462,16 @@ class Plan(NamedTuple):
 # Short rows: tiles of ~4096 elements, so each program moves 8-16 KB and a thread holds 2-4
 # 16-byte vectors. Medium rows: one row per program in registers, warps grow with the row so a
 # thread holds <= 32 fp32 values (64 for backward's two tensors, hence its lower switch-over).
-# Long rows: "online" (one 32-warp program per SM streaming 32-64 KB per step) once there are
-# >= 2 rows per SM, so the persistent grid's last round is >= 2/3 busy and its ~2 HBM passes
+# Long rows (forward: fp32 > 32768, 2-byte > 16384; backward > 16384; up to 1M columns):
+# "exchange", one HBM pass; a forward program holds 16 KB (backward: 16-32 KB of y and dy) as
+# 16-32 values per thread, and programs_per_sm of them share an SM so one can load while another
+# waits or stores (32-64 KB in flight per SM). Its deadlock-freedom argument needs n_chunks <=
+# grid size, hence the 1M cap.
+# Past 1M columns: "online" (one 32-warp program per SM streaming 32-64 KB per step) once there
+# are >= 2 rows per SM, so the persistent grid's last round is >= 2/3 busy and its ~2 HBM passes
 # (pass 2 hits L2 while SM count x row bytes fits) beat split's ~3 on tensors larger than L2;
-# with fewer rows, "split" keeps every SM busy. Every row compiles for sm_90 without spills, with
+# with fewer rows, "split" keeps every SM busy. Every row compiles for sm_90 without spills
+# (except exchange forward in fp16/bf16 on unaligned N or strided rows: 176-696 B), with
 # 16-byte accesses wherever n_cols and strides allow; the numbers are reasoned starting points
 # for GPU tuning, not measured optima.
 SOFTMAX_PLANS = (
@@ -490,8 +499,7 @@ SOFTMAX_PLANS = (
     Plan("backward",     4096,        0,  0, "rows",       1,     0,     8,    0),
     Plan("backward",     8192,        0,  0, "rows",       1,     0,    16,    0),
     Plan("backward",    16384,        0,  0, "rows",       1,     0,    32,    0),
-    Plan("backward",  1048576,        0,  2, "exchange",   0,  4096,     8,    2),
-    Plan("backward",  1048576,        0,  4, "exchange",   0,  4096,     8,    2),
+    Plan("backward",  1048576,        0,  0, "exchange",   0,  4096,     8,    2),
     Plan("backward", math.inf,        2,  0, "online",     0,  8192,    32,    1),
     Plan("backward", math.inf,        0,  0, "split",      0,  8192,     8,    0),
 )
