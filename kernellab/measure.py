@@ -226,18 +226,31 @@ def check(out, ref, dtype: str, scale=None) -> dict:
         return {"passed": False, "max_abs_err": None, "atol": atol, "rtol": rtol, "n_checked": 0,
                 "reference": f"shape/dtype mismatch: got {tuple(out.shape)} {out.dtype}"}
     rows_per_chunk = max(1, CHECK_CHUNK_ELEMENTS // max(1, ref.shape[-1]))
-    passed, max_err = True, 0.0
+    passed, max_err, worst = True, 0.0, None
     for start in range(0, ref.shape[0], rows_per_chunk):
         o = out[start:start + rows_per_chunk].double()
         r = ref[start:start + rows_per_chunk]
         diff = (o - r).abs()
         magnitude = r.abs() if scale is None else torch.maximum(r.abs(), scale[start:start + rows_per_chunk])
+        tolerance = atol + rtol * magnitude
         # NaN anywhere fails: NaN <= tol is False.
-        passed &= bool((diff <= atol + rtol * magnitude).all())
-        max_err = max(max_err, float(diff.nan_to_num(nan=float("inf")).max()) if diff.numel() else 0.0)
+        passed &= bool((diff <= tolerance).all())
+        if diff.numel():
+            max_err = max(max_err, float(diff.nan_to_num(nan=float("inf")).max()))
+            ratio = (diff / tolerance).nan_to_num(nan=float("inf"))
+            flat = int(ratio.argmax())
+            if worst is None or float(ratio.flatten()[flat]) > worst["ratio"]:
+                row, col = divmod(flat, ref.shape[-1])
+                worst = {"ratio": float(ratio.flatten()[flat]), "row": start + row, "col": col,
+                         "out": float(o.flatten()[flat]), "ref": float(r.flatten()[flat]),
+                         "tolerance": float(tolerance.flatten()[flat])}
     finite = max_err != float("inf")
-    return {"passed": passed, "max_abs_err": max_err if finite else None, "atol": atol, "rtol": rtol,
-            "n_checked": ref.numel(), "reference": "torch float64 on the same input"}
+    result = {"passed": passed, "max_abs_err": max_err if finite else None, "atol": atol, "rtol": rtol,
+              "n_checked": ref.numel(), "reference": "torch float64 on the same input"}
+    if worst is not None:
+        # JSON has no inf/NaN: write them as text
+        result["worst"] = {k: (v if v == v and abs(v) != float("inf") else str(v)) for k, v in worst.items()}
+    return result
 
 
 def softmax_reference(x) -> tuple:
@@ -256,15 +269,16 @@ def softmax_reference(x) -> tuple:
 
 
 def softmax_grad_reference(y, dy) -> tuple:
-    """Float64 dx = y * (dy - sum(y * dy)) for the y the kernel sees, and the scale of its terms.
+    """Float64 dx = y * (dy - s), s = sum(y * dy), for the y the kernel sees, and the scale of its terms.
 
-    dx subtracts y*s from y*dy; where they nearly cancel, an fp16 or bf16 implementation's
-    rounding error is relative to y*(|dy| + |s|), not to the small difference, so that is the
-    scale the tolerance uses.
+    dx subtracts y*s from y*dy, and s itself sums terms of both signs. Where those cancel, any
+    finite-precision implementation errs relative to the terms, not to the small result: by about
+    eps * |y| * (|dy| + sum|y * dy|). That is the scale the tolerance uses.
     """
     y64, dy64 = y.double(), dy.double()
-    s = (y64 * dy64).sum(dim=-1, keepdim=True)
-    return y64 * (dy64 - s), y64.abs() * (dy64.abs() + s.abs())
+    terms = y64 * dy64
+    s = terms.sum(dim=-1, keepdim=True)
+    return y64 * (dy64 - s), y64.abs() * (dy64.abs() + terms.abs().sum(dim=-1, keepdim=True))
 
 
 def random_input(rows: int, cols: int, dtype: str, seed: int):
@@ -321,7 +335,7 @@ def measure_item(item: WorkItem, seed: int, ceiling_gbs) -> dict:
         result["gbs"] = round(result["bytes_moved"] / seconds / 1e9, 3)
         if ceiling_gbs:
             result["copy_share"] = round(result["gbs"] / ceiling_gbs, 5)
-        facts = compile_facts(profile, args)
+        facts = compile_facts(profile, item.pass_, args)
         if facts:
             result["compile"] = facts
     except Exception as exc:  # a broken kernel is a recorded result, not a crashed run
@@ -332,18 +346,20 @@ def measure_item(item: WorkItem, seed: int, ceiling_gbs) -> dict:
     return result
 
 
-def compile_facts(profile, args) -> list:
-    """Registers, spills and launch settings of the Triton kernels a profile launches, if known."""
+def compile_facts(profile, pass_: str, args) -> list:
+    """Registers, spills and launch settings of the Triton kernels a profile's pass launches, if known."""
     if profile.family != "triton":
         return []
     import importlib
 
-    module = importlib.import_module(profile.source_module)
-    facts = getattr(module, "compile_facts", None)
+    target = profile.forward if pass_ == "forward" else profile.backward
+    module_name, _, function = target.partition(":")
+    facts = getattr(importlib.import_module(module_name), "compile_facts", None)
     if facts is None:
         return []
     try:
-        return facts(profile.forward.split(":")[1], *args[:1])
+        # the module's compile_facts takes the function and an input of the measured shape and dtype
+        return facts(function, args[0])
     except Exception:  # facts are a bonus; a failure to read them must not fail the result
         return []
 

@@ -82,6 +82,12 @@ PROFILES: dict[str, Profile] = {
             "triton", f"{_TRITON}:online_forward", f"{_TRITON}:online_backward",
         ),
         Profile(
+            "triton-exchange", "Triton one-pass split-row softmax",
+            "Chunks of a row held in registers by a persistent grid; (max, sum) partials exchanged "
+            "through global memory, so x is read once. The dispatcher uses it for fp32 rows of 32k-128k.",
+            "triton", f"{_TRITON}:exchange_forward", f"{_TRITON}:exchange_backward",
+        ),
+        Profile(
             "triton-online-autotuned", "Triton online softmax, autotuned",
             "The online kernel under triton.autotune over block size and warps, keyed on n_cols (seed 003).",
             "triton", f"{_TRITON}:online_autotuned_forward",

@@ -474,6 +474,11 @@ class Plan(NamedTuple):
 # (except exchange forward in fp16/bf16 on unaligned N or strided rows: 176-696 B), with
 # 16-byte accesses wherever n_cols and strides allow; the numbers are reasoned starting points
 # for GPU tuning, not measured optima.
+# Measured on an H200 (runs 20261121T231716Z and 20261121T234257Z; notes/kernels.md, round 3):
+# exchange beat online only for fp32 rows of 32k-128k columns (78/64/66% of copy against
+# 69/58/60%); for 2-byte types and past 128k it lost to rows/online/split (e.g. fp16 32768: 59%
+# against rows' 74%; 777,777: 10% against split's 46%), and its backward lost everywhere. So the
+# table keeps it for that one band and the round-1 paths elsewhere.
 SOFTMAX_PLANS = (
     #     op          max_cols  min_rows bytes path      rows  block  warps  progs
     Plan("forward",        64,        0,  0, "rows",      64,     0,     4,    0),
@@ -485,9 +490,8 @@ SOFTMAX_PLANS = (
     Plan("forward",      4096,        0,  0, "rows",       1,     0,     8,    0),
     Plan("forward",      8192,        0,  0, "rows",       1,     0,    16,    0),
     Plan("forward",     16384,        0,  0, "rows",       1,     0,    16,    0),
-    Plan("forward",     32768,        0,  4, "rows",       1,     0,    32,    0),
-    Plan("forward",   1048576,        0,  2, "exchange",   0,  8192,     8,    3),
-    Plan("forward",   1048576,        0,  4, "exchange",   0,  4096,     8,    4),
+    Plan("forward",     32768,        0,  0, "rows",       1,     0,    32,    0),
+    Plan("forward",    131072,        0,  4, "exchange",   0,  4096,     8,    4),
     Plan("forward",  math.inf,        2,  0, "online",     0, 16384,    32,    1),
     Plan("forward",  math.inf,        0,  0, "split",      0,  8192,     8,    0),
     Plan("backward",       64,        0,  0, "rows",      32,     0,     4,    0),
@@ -499,7 +503,6 @@ SOFTMAX_PLANS = (
     Plan("backward",     4096,        0,  0, "rows",       1,     0,     8,    0),
     Plan("backward",     8192,        0,  0, "rows",       1,     0,    16,    0),
     Plan("backward",    16384,        0,  0, "rows",       1,     0,    32,    0),
-    Plan("backward",  1048576,        0,  0, "exchange",   0,  4096,     8,    2),
     Plan("backward", math.inf,        2,  0, "online",     0,  8192,    32,    1),
     Plan("backward", math.inf,        0,  0, "split",      0,  8192,     8,    0),
 )
@@ -825,18 +828,43 @@ def online_backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
     return dx
 
 
+# The one-HBM-pass exchange kernels as a variant of their own, for every dtype and row length
+# up to 1M columns, whichever path the dispatcher picks for the shape (the table: one band).
+EXCHANGE_FORWARD_PLAN = Plan("forward", 1048576, 0, 0, "exchange", 0, 4096, 8, 4)
+EXCHANGE_BACKWARD_PLAN = Plan("backward", 1048576, 0, 0, "exchange", 0, 4096, 8, 2)
+
+
+def exchange_forward(x: torch.Tensor) -> torch.Tensor:
+    """The one-pass split-row forward (chunks in registers, partials exchanged) on any shape."""
+    x = _as_rows(x, "x")
+    y = _new_output(*x.shape, x)
+    if x.numel():
+        _run_forward_plan(y, x, EXCHANGE_FORWARD_PLAN)
+    return y
+
+
+def exchange_backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
+    """The one-pass split-row backward (y, dy chunks in registers, sum(y * dy) exchanged)."""
+    y, dy, dx = _backward_operands(y, dy)
+    if y.numel():
+        _run_backward_plan(dx, y, dy, EXCHANGE_BACKWARD_PLAN)
+    return dx
+
+
 KERNEL_VARIANTS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "softmax": softmax_forward,
     "single_block": single_block_forward,
     "single_block_cached": single_block_cached_forward,
     "online": online_forward,
     "online_autotuned": online_autotuned_forward,
+    "exchange": exchange_forward,
 }
 
 BACKWARD_VARIANTS: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
     "softmax_backward": softmax_backward,
     "single_block_backward": single_block_backward,
     "online_backward": online_backward,
+    "exchange_backward": exchange_backward,
 }
 
 
