@@ -479,12 +479,17 @@ class Plan(NamedTuple):
 # 69/58/60%); for 2-byte types and past 128k it lost to rows/online/split (e.g. fp16 32768: 59%
 # against rows' 74%; 777,777: 10% against split's 46%), and its backward lost everywhere. So the
 # table keeps it for that one band and the round-1 paths elsewhere.
+# Short rows (scripts/probe_rows_tiles.py, H200): 2 rows x 1 warp per program beat the 16x4 and
+# 8x4 tiles at 4096x256 (6.2 us against 7.6, torch 7.0) and 4096x512 (7.4 against ~8, torch 9.6):
+# these tiny tensors need more, smaller programs in flight, not more bytes per program.
+# Backward, 2-byte rows of 16k-32k: the whole-row kernel reached 84-91% of its ceiling where
+# online reached 77% (H200 run 20261121T234955Z).
 SOFTMAX_PLANS = (
     #     op          max_cols  min_rows bytes path      rows  block  warps  progs
     Plan("forward",        64,        0,  0, "rows",      64,     0,     4,    0),
     Plan("forward",       128,        0,  0, "rows",      32,     0,     4,    0),
-    Plan("forward",       256,        0,  0, "rows",      16,     0,     4,    0),
-    Plan("forward",       512,        0,  0, "rows",       8,     0,     4,    0),
+    Plan("forward",       256,        0,  0, "rows",       2,     0,     1,    0),
+    Plan("forward",       512,        0,  0, "rows",       2,     0,     1,    0),
     Plan("forward",      1024,        0,  0, "rows",       4,     0,     4,    0),
     Plan("forward",      2048,        0,  0, "rows",       2,     0,     8,    0),
     Plan("forward",      4096,        0,  0, "rows",       1,     0,     8,    0),
@@ -503,6 +508,7 @@ SOFTMAX_PLANS = (
     Plan("backward",     4096,        0,  0, "rows",       1,     0,     8,    0),
     Plan("backward",     8192,        0,  0, "rows",       1,     0,    16,    0),
     Plan("backward",    16384,        0,  0, "rows",       1,     0,    32,    0),
+    Plan("backward",    32768,        0,  2, "rows",       1,     0,    32,    0),
     Plan("backward", math.inf,        2,  0, "online",     0,  8192,    32,    1),
     Plan("backward", math.inf,        0,  0, "split",      0,  8192,     8,    0),
 )
