@@ -60,13 +60,26 @@ def make_env() -> Environment:
     )
     env.filters.update(ms=fmt_ms, gbs=fmt_gbs, pct=fmt_pct, x=fmt_x, bytes=fmt_bytes, slug=slugify,
                        markdown=lambda text: Markup(render_markdown(text)))
-    env.globals.update(profiles=PROFILES, how_verdicts=judge.HOW_VERDICTS_ARE_REACHED, ceiling_for=judge.ceiling_for)
+    env.globals.update(profiles=PROFILES, how_verdicts=judge.HOW_VERDICTS_ARE_REACHED, ceiling_for=judge.ceiling_for,
+                       headline=headline)
     return env
 
 
 def device_label(device: str, origin: str) -> str:
     """How a device group is named on the page."""
     return f"{device} (imported)" if origin == "imported" else device
+
+
+def headline(verdict) -> str:
+    """The index's one-line figure for a verdict: the worst and best speedup of the claim."""
+    measured = sorted((c for c in verdict.comparisons if c.speedup is not None), key=lambda c: c.speedup)
+    if not measured:
+        return ""
+    worst, best = measured[0], measured[-1]
+    if len(measured) == 1:
+        return f"speedup {fmt_x(worst.speedup)} ({worst.dtype})"
+    return (f"speedup {fmt_x(worst.speedup)} ({worst.case}, {worst.dtype}) to {fmt_x(best.speedup)} "
+            f"over {len(measured)} cases")
 
 
 def result_cards(experiment: dict, run: dict) -> list:

@@ -73,11 +73,13 @@ def make_project(tmp: Path, runs: list = (), decisions: dict | None = None) -> P
     for run in runs:
         (root / "runs" / f"{run['run_id']}.json").write_text(json.dumps(run, indent=2, sort_keys=True))
     shutil.copy(REPO / "runs" / "imported-a10g-seed-004.json", root / "runs")
-    if decisions is not None:
-        for p in (root / "site_src" / "decisions").glob("*.md"):
+    # The repo's own decisions rest on its real GPU runs, which fixture projects do not have:
+    # keep only 0001, which rests on the imported A10G figures copied above.
+    for p in (root / "site_src" / "decisions").glob("*.md"):
+        if decisions is not None or not p.name.startswith("0001-"):
             p.unlink()
-        for name, text in decisions.items():
-            (root / "site_src" / "decisions" / name).write_text(text)
+    for name, text in (decisions or {}).items():
+        (root / "site_src" / "decisions" / name).write_text(text)
     return root
 
 

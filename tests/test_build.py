@@ -1,6 +1,7 @@
 """Build the site from fixture artifacts into temp folders and assert on the pages."""
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -186,3 +187,25 @@ def test_committed_runs_build_and_check(tmp_path):
     """The repo's own site_src/ and runs/ must build and pass the decision check."""
     assert main(["--root", str(REPO), "--out", str(tmp_path / "public")]) == 0
     assert main(["--root", str(REPO), "--check"]) == 0
+
+
+def test_swapping_the_committed_h200_timings_fails_decision_0002(tmp_path, capsys):
+    """On the real evidence: swap torch and Triton in the H200 headline run and --check must object."""
+    root = tmp_path / "repo"
+    shutil.copytree(REPO / "site_src", root / "site_src")
+    shutil.copytree(REPO / "runs", root / "runs")
+    assert main(["--root", str(root), "--check"]) == 0
+    capsys.readouterr()
+    headline = max(p for p in (root / "runs").glob("*-nvidia-h200.json")
+                   if '"row-softmax-fusion"' in p.read_text())
+    run = json.loads(headline.read_text())
+    swap = {"torch-baseline": "triton-fused-row-softmax", "triton-fused-row-softmax": "torch-baseline"}
+    for r in run["results"]:
+        if r["experiment"] == "row-softmax-fusion":
+            r["profile"] = swap.get(r["profile"], r["profile"])
+    headline.write_text(json.dumps(run))
+    assert main(["--root", str(root), "--check"]) == 1
+    out = capsys.readouterr().out
+    assert "| row-softmax-fusion | NVIDIA H200 | rejected |" in out
+    assert "site_src/decisions/0002-present-the-fused-softmax-as-a-win-on-hopper.md" in out
+    assert "expects supported for row-softmax-fusion on NVIDIA H200" in out
