@@ -116,7 +116,7 @@ def validate(artifact: dict, path) -> dict:
     if not isinstance(artifact, dict):
         raise BuildError(path, "a run artifact must be a JSON object")
     artifact = migrate(artifact, path)
-    errors = schema_errors(artifact) + semantic_errors(artifact)
+    errors = schema_errors(artifact) or semantic_errors(artifact)  # semantics assume the right shape
     if errors:
         shown = "; ".join(errors[:10]) + (f"; and {len(errors) - 10} more" if len(errors) > 10 else "")
         raise BuildError(path, f"invalid run artifact: {shown}")
