@@ -175,11 +175,15 @@ def check_references(experiments: dict, decisions: list, runs: list) -> None:
             for other in d[key]:
                 if other not in by_id:
                     raise BuildError(path, f"{key} names unknown decision {other}")
-    for d in decisions:
+    for d in decisions:  # supersedes and superseded_by must agree, both ways
         for other in d["supersedes"]:
             if d["id"] not in by_id[other]["superseded_by"]:
                 raise BuildError(by_id[other]["source_path"],
                                  f"decision {d['id']} supersedes it, so superseded_by must list {d['id']}")
+        for other in d["superseded_by"]:
+            if d["id"] not in by_id[other]["supersedes"]:
+                raise BuildError(by_id[other]["source_path"],
+                                 f"decision {d['id']} says it is superseded by this one, so supersedes must list {d['id']}")
     for run in runs:
         for r in run["results"]:
             if r["experiment"] not in experiments:

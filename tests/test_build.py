@@ -138,6 +138,35 @@ def test_bad_input_names_file_and_problem_and_leaves_public_alone(tmp_path, caps
     assert after == before
 
 
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_check_fails_on_bad_input_with_the_file_named(tmp_path, capsys, case):
+    root = make_project(tmp_path, [WIN])
+    rel, text, message = BAD_INPUTS[case]
+    path = root / rel
+    if case == "unknown profile":
+        text = path.read_text().replace("  - torch-naive\n", "  - torch-magic\n")
+    elif case == "unknown schema version":
+        text = json.dumps(dict(WIN, run_id="future", schema_version=99))
+    elif case == "artifact missing a key":
+        text = json.dumps({k: v for k, v in dict(WIN, run_id="partial").items() if k != "results"})
+    path.write_text(text)
+    assert build(root, "--check") == 1
+    err = capsys.readouterr().err
+    assert rel in err and message in err, err
+
+
+def test_supersedes_links_must_agree_both_ways_and_render_both_ways(tmp_path, capsys):
+    old = decision(1, DEVICE, "supported").replace("status: accepted", "status: superseded\nsuperseded_by: [2]")
+    new = decision(2, DEVICE, "supported").replace("status: accepted", "status: accepted\nsupersedes: [1]")
+    root = make_project(tmp_path, [WIN], {"0001-old.md": old, "0002-new.md": new})
+    assert build(root) == 0
+    assert 'href="0002-new.html"' in read(root, "decisions/0001-old.html")
+    assert 'href="0001-old.html"' in read(root, "decisions/0002-new.html")
+    (root / "site_src/decisions/0002-new.md").write_text(decision(2, DEVICE, "supported"))
+    assert build(root, "--check") == 1
+    assert "0002-new.md: decision 1 says it is superseded by this one" in capsys.readouterr().err
+
+
 def test_decision_markdown_is_sanitised(tmp_path):
     body = ('<script>alert("x")</script>\n\n<img src=x onerror="alert(1)"> [click](javascript:alert(1)) '
             '<a href="https://example.org" onclick="evil()">ok</a> {{ "{{" }} 7*7 }}')
