@@ -138,7 +138,21 @@ def _state(low: float, high: float, bar: float) -> str:
     return "win" if low > bar else "loss" if high < bar else "overlap"
 
 
+_JUDGED: dict = {}  # (id(experiment), id(run)) -> (experiment, run, verdict): a build judges each pair once
+
+
 def judge_run(experiment: dict, run: dict) -> Verdict:
+    """The verdict one run earns for an experiment's claim (memoised on the two objects)."""
+    key = (id(experiment), id(run))
+    hit = _JUDGED.get(key)
+    if hit is not None and hit[0] is experiment and hit[1] is run:
+        return hit[2]
+    verdict = _judge_run(experiment, run)
+    _JUDGED[key] = (experiment, run, verdict)  # holding both keeps their ids from being reused
+    return verdict
+
+
+def _judge_run(experiment: dict, run: dict) -> Verdict:
     """The verdict one run earns for an experiment's claim."""
     index = results_index(run)
     comparisons = [

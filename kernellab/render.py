@@ -1,4 +1,5 @@
 """Turn loaded, judged content into site files: {relative path: bytes}. Nothing is written here."""
+import html
 import re
 from pathlib import Path
 
@@ -61,7 +62,7 @@ def make_env() -> Environment:
     env.filters.update(ms=fmt_ms, gbs=fmt_gbs, pct=fmt_pct, x=fmt_x, bytes=fmt_bytes, slug=slugify,
                        markdown=lambda text: Markup(render_markdown(text)))
     env.globals.update(profiles=PROFILES, how_verdicts=judge.HOW_VERDICTS_ARE_REACHED, ceiling_for=judge.ceiling_for,
-                       headline=headline)
+                       headline=headline, result_rows=result_rows)
     return env
 
 
@@ -220,6 +221,36 @@ def compile_facts_of(profile_id: str, runs: list) -> list:
                 rows += [dict(fact, device=device, run_id=run["run_id"], case=r["case"], dtype=r["dtype"],
                               shape=r["shape"], **{"pass": r["pass"]}) for fact in r["compile"]]
     return rows
+
+
+def result_rows(run: dict, experiments: dict, root: str) -> Markup:
+    """The run page's results table body.
+
+    Built here rather than in the template because it is the bulk of a large site (hundreds of
+    runs of a hundred results each) and Jinja costs ten times more per cell. Every value is escaped.
+    """
+    e = html.escape
+    rows = []
+    for r in run["results"]:
+        exp = e(r["experiment"])
+        exp_cell = f'<a href="{e(root)}experiments/{exp}.html">{exp}</a>' if r["experiment"] in experiments else exp
+        status = e(r["status"] + (f": {r['error']}" if r["error"] else ""))
+        err = (r.get("correctness") or {}).get("max_abs_err")
+        t = r.get("timing")
+        if t:
+            latency = e(fmt_ms(t["median_ms"]))
+            if t["p20_ms"] is not None and t["p80_ms"] is not None:
+                latency += f' <span class="spread">p20–p80 {t["p20_ms"]:.4g}–{t["p80_ms"]:.4g}</span>'
+        elif "reported_speedup" in r:
+            latency = e(f"{r['reported_speedup']['value']}× vs {r['reported_speedup']['baseline']} (reported)")
+        else:
+            latency = "n/a"
+        rows.append(
+            f"<tr><td>{exp_cell}</td><td>{e(r['case'])} <span class=\"meta\">{'×'.join(map(str, r['shape']))}</span></td>"
+            f"<td><code>{e(r['profile'])}</code></td><td>{e(r['dtype'])}</td><td>{e(r['pass'])}</td>"
+            f"<td>{status}</td><td>{'n/a' if err is None else f'{err:.3g}'}</td><td>{latency}</td>"
+            f"<td>{e(fmt_gbs(r['gbs']))}</td><td>{e(fmt_pct(r['copy_share']))}</td></tr>")
+    return Markup("\n".join(rows))
 
 
 def page(env: Environment, template: str, root: str, **context) -> bytes:
