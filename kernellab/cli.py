@@ -31,6 +31,7 @@ def parse_args(argv: list) -> argparse.Namespace:
     p.add_argument("--experiment", action="append", default=[], metavar="SLUG", help="with --run: only this experiment (repeatable)")
     p.add_argument("--dtype", action="append", default=[], choices=DTYPES, help="with --run: only this dtype (repeatable)")
     p.add_argument("--profile", action="append", default=[], metavar="ID", help="with --run: only this profile (repeatable)")
+    p.add_argument("--with-profiling", action="store_true", help="with --run: also profile each Triton result once with Nsight Compute (ncu), where it is installed")
     p.add_argument("--rows", type=int, help="with --run and --cols: measure this custom rows x cols case instead of the experiment's cases")
     p.add_argument("--cols", type=int, help="see --rows")
     p.add_argument("--root", type=Path, default=ROOT, help="project root holding site_src/ and runs/ (default: this checkout)")
@@ -40,8 +41,8 @@ def parse_args(argv: list) -> argparse.Namespace:
         p.error("--rows and --cols go together")
     if args.rows is not None and (args.rows < 1 or args.cols < 1):
         p.error("--rows and --cols must be positive")
-    if not args.run and (args.experiment or args.dtype or args.profile or args.rows):
-        p.error("--experiment, --dtype, --profile, --rows and --cols narrow a --run")
+    if not args.run and (args.experiment or args.dtype or args.profile or args.rows or args.with_profiling):
+        p.error("--experiment, --dtype, --profile, --rows, --cols and --with-profiling go with --run")
     if sum(map(bool, (args.run, args.check, args.compare))) > 1:
         p.error("--run, --check and --compare do not go together")
     if args.base and not args.check:
@@ -179,7 +180,7 @@ def main(argv=None) -> int:
             if not items:
                 raise BuildError("build.py --run", "the filters leave nothing to measure")
             measure.require_gpu()
-            artifact = measure.run(items, root, ["build.py", *argv])
+            artifact = measure.run(items, root, ["build.py", *argv], with_profiling=args.with_profiling)
             path = write_artifact(artifact, root / "runs")
             print(f"stored {relative(path, root)}")
         return build(root, out)

@@ -364,6 +364,69 @@ def compile_facts(profile, pass_: str, args) -> list:
         return []
 
 
+# Nsight Compute metrics read per kernel with --with-profiling.
+NCU_METRICS = {
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed": "dram_throughput_pct",
+    "sm__warps_active.avg.pct_of_peak_sustained_active": "achieved_occupancy_pct",
+    "launch__registers_per_thread": "registers",
+}
+
+
+def ncu_command(item: WorkItem) -> list:
+    """The ncu command line that profiles one call of a work item in a child process."""
+    return ["ncu", "--profile-from-start", "off", "--clock-control", "none", "--target-processes", "all",
+            "--csv", "--page", "raw", "--section", "WarpStateStats", "--metrics", ",".join(NCU_METRICS),
+            sys.executable, "-m", "kernellab.profile_one", "--profile", item.profile, "--pass", item.pass_,
+            "--rows", str(item.rows), "--cols", str(item.cols), "--dtype", item.dtype]
+
+
+def parse_ncu_csv(text: str) -> list:
+    """Per-kernel DRAM throughput, achieved occupancy, registers and top three stall reasons."""
+    import csv
+
+    lines = [line for line in text.splitlines() if line.startswith('"')]
+    rows = list(csv.reader(lines))
+    if len(rows) < 3:
+        raise ValueError("ncu printed no kernel rows")
+    header, kernels = rows[0], rows[2:]  # rows[1] holds the units
+    out = []
+    for values in kernels:
+        record = dict(zip(header, values))
+
+        def number(name):
+            try:
+                return float(record.get(name, "").replace(",", ""))
+            except ValueError:
+                return None
+
+        stalls = [(name.split("issue_stalled_")[1].split("_per_")[0].split(".")[0], number(name))
+                  for name in header if "warps_issue_stalled_" in name and name.endswith("_per_issue_active.ratio")]
+        stalls = sorted((s for s in stalls if s[1] is not None), key=lambda s: -s[1])[:3]
+        facts = {"kernel": record.get("Kernel Name", "?")}
+        facts.update({short: number(metric) for metric, short in NCU_METRICS.items()})
+        facts["top_stalls"] = [{"reason": reason, "warps_per_issue": round(value, 3)} for reason, value in stalls]
+        out.append(facts)
+    return out
+
+
+def profile_with_ncu(item: WorkItem) -> dict:
+    """{"tool", "kernels"} from Nsight Compute for one call, or {"tool", "error"}."""
+    import shutil
+
+    tool = "Nsight Compute (ncu --clock-control none, WarpStateStats)"
+    if not shutil.which("ncu"):
+        return {"tool": tool, "error": "ncu is not on PATH"}
+    try:
+        repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # where kernellab imports from
+        done = subprocess.run(ncu_command(item), capture_output=True, text=True, timeout=300, cwd=repo)
+        if done.returncode != 0:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+            return {"tool": tool, "error": f"ncu exited {done.returncode}: {tail[0][:300]}"}
+        return {"tool": tool, "kernels": parse_ncu_csv(done.stdout)}
+    except (subprocess.SubprocessError, ValueError, OSError) as exc:
+        return {"tool": tool, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+
+
 def require_gpu() -> None:
     """Raise BuildError unless torch with a CUDA GPU is available."""
     try:
@@ -384,8 +447,11 @@ def run_id_for(start: datetime.datetime, device_name: str) -> str:
     return f"{start:%Y%m%dT%H%M%SZ}-{device}"
 
 
-def run(items: list, root, argv: list, progress=sys.stderr) -> dict:
-    """Measure every work item on this GPU and return the artifact dict (not yet written)."""
+def run(items: list, root, argv: list, progress=sys.stderr, with_profiling: bool = False) -> dict:
+    """Measure every work item on this GPU and return the artifact dict (not yet written).
+
+    with_profiling: also profile each correct Triton result once under Nsight Compute.
+    """
     import torch
 
     require_gpu()
@@ -402,6 +468,8 @@ def run(items: list, root, argv: list, progress=sys.stderr) -> dict:
     for i, item in enumerate(items, 1):
         print(f"[{i}/{len(items)}] {item.label()} ...", end="", file=progress, flush=True)
         r = measure_item(item, SEED + 1000 * i, ceilings[item.pass_])
+        if with_profiling and r["status"] == "ok" and get_profile(item.profile).family == "triton":
+            r["profiling"] = profile_with_ncu(item)
         results.append(r)
         if r["status"] == "ok":
             t = r["timing"]

@@ -87,3 +87,28 @@ def test_naive_low_precision_softmax_passes_but_a_wrong_one_does_not(dtype):
     assert measure.check(naive_softmax(x), ref, dtype, scale)["passed"]
     shifted = torch.roll(naive_softmax(x), 1, dims=-1)  # an off-by-one column index
     assert not measure.check(shifted, ref, dtype, scale)["passed"]
+
+
+NCU_CSV = '''==PROF== Connected to process 4242
+"ID","Process ID","Kernel Name","dram__throughput.avg.pct_of_peak_sustained_elapsed","launch__registers_per_thread","sm__warps_active.avg.pct_of_peak_sustained_active","smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio","smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio","smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio","smsp__average_warps_issue_stalled_wait_per_issue_active.ratio"
+"","","","%","register/thread","%","inst","inst","inst","inst"
+"0","4242","_rows_fwd_kernel","91.5","32","84.25","6.5","0.25","1,234.5","0.75"
+==PROF== Disconnected from process 4242
+'''
+
+
+def test_ncu_csv_gives_per_kernel_facts_and_top_stalls():
+    [k] = measure.parse_ncu_csv(NCU_CSV)
+    assert k["kernel"] == "_rows_fwd_kernel"
+    assert (k["dram_throughput_pct"], k["achieved_occupancy_pct"], k["registers"]) == (91.5, 84.25, 32.0)
+    assert [s["reason"] for s in k["top_stalls"]] == ["math_pipe_throttle", "long_scoreboard", "wait"]
+    with pytest.raises(ValueError):
+        measure.parse_ncu_csv("==PROF== no kernels\n")
+
+
+def test_ncu_command_profiles_one_call_in_a_child_process():
+    item = measure.WorkItem("e", "c", 8, 300, "triton-fused-row-softmax", "float16", "forward")
+    command = measure.ncu_command(item)
+    assert command[:3] == ["ncu", "--profile-from-start", "off"]
+    assert command[command.index("-m") + 1] == "kernellab.profile_one"
+    assert "--clock-control" in command and command[command.index("--clock-control") + 1] == "none"
