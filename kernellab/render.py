@@ -62,7 +62,7 @@ def make_env() -> Environment:
     env.filters.update(ms=fmt_ms, gbs=fmt_gbs, pct=fmt_pct, x=fmt_x, bytes=fmt_bytes, slug=slugify,
                        markdown=lambda text: Markup(render_markdown(text)))
     env.globals.update(profiles=PROFILES, how_verdicts=judge.HOW_VERDICTS_ARE_REACHED, ceiling_for=judge.ceiling_for,
-                       headline=headline, result_rows=result_rows)
+                       headline=headline, result_rows=result_rows, kernel_fact_rows=kernel_fact_rows)
     return env
 
 
@@ -220,6 +220,23 @@ def compile_facts_of(profile_id: str, runs: list) -> list:
             if r["profile"] == profile_id and r.get("compile"):
                 rows += [dict(fact, device=device, run_id=run["run_id"], case=r["case"], dtype=r["dtype"],
                               shape=r["shape"], **{"pass": r["pass"]}) for fact in r["compile"]]
+    return rows
+
+
+def kernel_fact_rows(result: dict) -> list:
+    """One row per kernel a result launched: compile facts joined with ncu's counters by kernel name.
+
+    ncu also sees kernels the compiler facts do not (the memset that zeroes a buffer), so those
+    rows carry counters only.
+    """
+    compiled = {k.get("kernel"): k for k in result.get("compile", [])}
+    profiled = (result.get("profiling") or {}).get("kernels", [])
+    rows, seen = [], set()
+    for n in profiled:
+        name = next((k for k in compiled if k and str(n.get("kernel", "")).startswith(k)), None)
+        seen.add(name)
+        rows.append({"kernel": name or n.get("kernel"), "compile": compiled.get(name, {}), "ncu": n})
+    rows += [{"kernel": k, "compile": v, "ncu": {}} for k, v in compiled.items() if k not in seen]
     return rows
 
 

@@ -238,3 +238,16 @@ def test_swapping_the_committed_h200_timings_fails_decision_0002(tmp_path, capsy
     assert "| row-softmax-fusion | NVIDIA H200 | rejected |" in out
     assert "site_src/decisions/0002-present-the-fused-softmax-as-a-win-on-hopper.md" in out
     assert "expects supported for row-softmax-fusion on NVIDIA H200" in out
+
+
+def test_kernel_facts_join_compile_facts_and_ncu_counters_by_name():
+    from kernellab.render import kernel_fact_rows
+
+    result = {"compile": [{"kernel": "_exchange_fwd_kernel", "n_regs": 63}],
+              "profiling": {"tool": "ncu", "kernels": [
+                  {"kernel": "void at::native::vectorized_elementwise_kernel", "dram_throughput_pct": 0.05},
+                  {"kernel": "_exchange_fwd_kernel", "dram_throughput_pct": 69.1}]}}
+    rows = kernel_fact_rows(result)
+    assert [r["kernel"] for r in rows] == ["void at::native::vectorized_elementwise_kernel", "_exchange_fwd_kernel"]
+    assert rows[1]["compile"]["n_regs"] == 63 and rows[1]["ncu"]["dram_throughput_pct"] == 69.1
+    assert rows[0]["compile"] == {}
