@@ -209,17 +209,18 @@ def experiment_view(experiment: dict, runs: list, decisions: list) -> dict:
 
 
 def compile_facts_of(profile_id: str, runs: list) -> list:
-    """Compile facts recorded for a profile, from the latest measured run of each device."""
+    """Compile facts (and ncu counters, where profiled) for a profile, from the latest run of each device
+    that recorded them."""
     latest = {}
     for run in runs:
-        if any(r["profile"] == profile_id and r.get("compile") for r in run["results"]):
+        if any(r["profile"] == profile_id and (r.get("compile") or r.get("profiling")) for r in run["results"]):
             latest[run["environment"]["device"]["name"]] = run
     rows = []
     for device, run in sorted(latest.items()):
         for r in run["results"]:
-            if r["profile"] == profile_id and r.get("compile"):
-                rows += [dict(fact, device=device, run_id=run["run_id"], case=r["case"], dtype=r["dtype"],
-                              shape=r["shape"], **{"pass": r["pass"]}) for fact in r["compile"]]
+            if r["profile"] == profile_id and (r.get("compile") or r.get("profiling")):
+                rows += [dict(row, device=device, run_id=run["run_id"], case=r["case"], dtype=r["dtype"],
+                              shape=r["shape"], **{"pass": r["pass"]}) for row in kernel_fact_rows(r)]
     return rows
 
 
