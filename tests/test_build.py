@@ -117,11 +117,8 @@ BAD_INPUTS = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
-def test_bad_input_names_file_and_problem_and_leaves_public_alone(tmp_path, capsys, case):
-    root = make_project(tmp_path, [WIN])
-    assert build(root) == 0
-    before = {p: p.read_bytes() for p in (root / "public").rglob("*") if p.is_file()}
+def break_input(root: Path, case: str) -> tuple:
+    """Write BAD_INPUTS[case] into the project; return (the broken file, the expected message)."""
     rel, text, message = BAD_INPUTS[case]
     path = root / rel
     if case == "unknown profile":
@@ -131,6 +128,15 @@ def test_bad_input_names_file_and_problem_and_leaves_public_alone(tmp_path, caps
     elif case == "artifact missing a key":
         text = json.dumps({k: v for k, v in dict(WIN, run_id="partial").items() if k != "results"})
     path.write_text(text)
+    return rel, message
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_input_names_file_and_problem_and_leaves_public_alone(tmp_path, capsys, case):
+    root = make_project(tmp_path, [WIN])
+    assert build(root) == 0
+    before = {p: p.read_bytes() for p in (root / "public").rglob("*") if p.is_file()}
+    rel, message = break_input(root, case)
     assert build(root) == 1
     err = capsys.readouterr().err
     assert rel in err and message in err, err
@@ -141,15 +147,7 @@ def test_bad_input_names_file_and_problem_and_leaves_public_alone(tmp_path, caps
 @pytest.mark.parametrize("case", sorted(BAD_INPUTS))
 def test_check_fails_on_bad_input_with_the_file_named(tmp_path, capsys, case):
     root = make_project(tmp_path, [WIN])
-    rel, text, message = BAD_INPUTS[case]
-    path = root / rel
-    if case == "unknown profile":
-        text = path.read_text().replace("  - torch-naive\n", "  - torch-magic\n")
-    elif case == "unknown schema version":
-        text = json.dumps(dict(WIN, run_id="future", schema_version=99))
-    elif case == "artifact missing a key":
-        text = json.dumps({k: v for k, v in dict(WIN, run_id="partial").items() if k != "results"})
-    path.write_text(text)
+    rel, message = break_input(root, case)
     assert build(root, "--check") == 1
     err = capsys.readouterr().err
     assert rel in err and message in err, err
