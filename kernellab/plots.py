@@ -85,11 +85,13 @@ def bandwidth_vs_n(series: dict, copy_gbs, title: str) -> bytes:
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(7, 3.6))
         # Fixed margins: one draw per figure (a layout engine or a tight bbox would draw twice).
-        fig.subplots_adjust(left=0.1, right=0.98, bottom=0.13, top=0.92)
+        # The legend sits right of the axes: inside, it hides the lines it names.
+        fig.subplots_adjust(left=0.09, right=0.7, bottom=0.13, top=0.92)
         for i, (profile, points) in enumerate(series.items()):
             points = sorted(points)
             ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", markersize=3,
-                     color=PALETTE[i % len(PALETTE)], label=profile)
+                     color=PALETTE[i % len(PALETTE)], linestyle=("-", "--")[i // len(PALETTE) % 2],
+                     label=profile)
         if copy_gbs:
             ax.axhline(copy_gbs, color="#444444", linestyle="--", linewidth=1, label=f"copy ceiling {copy_gbs:,.0f} GB/s")
         ax.set_xscale("log", base=2)
@@ -99,7 +101,7 @@ def bandwidth_vs_n(series: dict, copy_gbs, title: str) -> bytes:
         ax.set_ylabel("GB/s")
         ax.set_ylim(bottom=0)
         ax.set_title(title)
-        ax.legend(fontsize=7, frameon=False, loc="lower right")
+        ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         return to_svg(fig)
 
 
