@@ -249,3 +249,31 @@ def test_kernel_facts_join_compile_facts_and_ncu_counters_by_name():
     assert [r["kernel"] for r in rows] == ["void at::native::vectorized_elementwise_kernel", "_exchange_fwd_kernel"]
     assert rows[1]["compile"]["n_regs"] == 63 and rows[1]["ncu"]["dram_throughput_pct"] == 69.1
     assert rows[0]["compile"] == {}
+
+
+def test_check_base_lists_the_verdicts_that_changed_against_a_git_ref(tmp_path, capsys):
+    root = make_project(tmp_path, [WIN])
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(git + ["init", "-q"], check=True)
+    subprocess.run(git + ["add", "."], check=True)
+    subprocess.run(git + ["commit", "-qm", "base"], check=True)
+    later = artifact("20261122T100000Z-fixture", winning_results(candidate_ms=0.030), started="2026-11-22T10:00:00Z")
+    (root / "runs" / f"{later['run_id']}.json").write_text(json.dumps(later))
+    assert build(root, "--check", "--base", "HEAD") == 0
+    out = capsys.readouterr().out
+    assert "### Verdicts changed against `HEAD`" in out
+    assert f"| row-softmax-fusion | {DEVICE} | supported | rejected |" in out
+    assert build(root, "--check", "--base", "no-such-ref") == 1
+    assert "git cannot read that ref" in capsys.readouterr().err
+
+
+def test_compare_prints_ratios_and_significance(tmp_path, capsys):
+    slower = artifact("20261122T100000Z-fixture", winning_results(candidate_ms=0.012), started="2026-11-22T10:00:00Z")
+    root = make_project(tmp_path, [WIN, slower])
+    assert build(root, "--compare", WIN["run_id"], slower["run_id"]) == 0
+    out = capsys.readouterr().out
+    fp16 = next(line for line in out.splitlines() if "triton-fused-row-softmax | float16" in line)
+    assert "| 1.200 |" in fp16 and "B slower" in fp16
+    base16 = next(line for line in out.splitlines() if "torch-baseline | float16" in line)
+    assert "same within noise" in base16
+    assert build(root, "--compare", WIN["run_id"], "nope") == 1
