@@ -63,7 +63,7 @@ PROFILES: dict[str, Profile] = {
         ),
         Profile(
             "triton-fused-row-softmax", "Triton fused row softmax",
-            "The project's kernel: `kernels.softmax`, dispatching per shape from one heuristics table.",
+            "The project's kernel, kernels.softmax: it dispatches per shape from one heuristics table.",
             "triton", f"{_TRITON}:softmax_forward", f"{_TRITON}:softmax_backward",
         ),
         Profile(
