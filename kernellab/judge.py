@@ -63,8 +63,7 @@ def median_interval(samples: list) -> tuple:
     """Median of the samples with a distribution-free ~97.5% interval (order statistics)."""
     ordered = sorted(samples)
     n = len(ordered)
-    mid = n // 2
-    median = ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    median = stats.median(ordered)
     half_width = MEDIAN_CI_Z * math.sqrt(n) / 2
     lo = max(0, math.floor(n / 2 - half_width) - 1)
     hi = min(n - 1, math.ceil(n / 2 + half_width))

@@ -11,6 +11,7 @@ import sys
 import time
 from dataclasses import dataclass
 
+from kernellab import stats
 from kernellab.errors import BuildError
 from kernels.profiles import get_profile
 
@@ -140,10 +141,8 @@ def timing_stats(samples_ms: list) -> dict:
     def quantile(q):
         return ordered[min(n - 1, int(q * (n - 1) + 0.5))]
 
-    mid = n // 2
-    median = ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
     return {
-        "median_ms": round(median, 6), "p20_ms": round(quantile(0.2), 6), "p80_ms": round(quantile(0.8), 6),
+        "median_ms": round(stats.median(ordered), 6), "p20_ms": round(quantile(0.2), 6), "p80_ms": round(quantile(0.8), 6),
         "min_ms": round(ordered[0], 6), "max_ms": round(ordered[-1], 6), "n_samples": n,
         "samples_ms": [round(t, 6) for t in samples_ms],
     }
