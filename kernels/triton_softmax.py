@@ -6,16 +6,19 @@ Three layers, top to bottom:
      dispatchers softmax_forward / softmax_backward, which pick a path from SOFTMAX_PLANS;
   3. a thin torch.autograd.Function and `softmax(x, dim)`, a drop-in for torch.softmax.
 
-Paths (see notes/kernels.md for the memory-traffic reasoning):
-  rows   - ROWS_PER_PROGRAM whole rows per program, held in registers: one read, one write.
-  online - persistent grid, one row at a time: pass 1 keeps a per-lane running (max, sum),
-           pass 2 re-reads the row backwards (its tail is the likeliest part still in L2) and writes.
-  split  - long rows with too few rows to fill the GPU: every chunk of every row is a program;
-           launch 1 writes per-chunk partials, launch 2 combines its row's partials and writes
-           its chunk, in reverse launch order so the chunks read last are re-read first, from L2.
+Paths (see notes/kernels.md for the memory-traffic reasoning and the measurements):
+  rows     - ROWS_PER_PROGRAM whole rows per program, held in registers: one read, one write.
+  tile     - long rows, many of them: a persistent grid, one row at a time in [TILE_ROWS, VEC]
+             steps; pass 1 keeps one running (max, sum) per 16-byte vector (few registers, so
+             64 warps fit an SM), pass 2 re-reads the row backwards (from L2) and writes.
+  online   - the same two passes with a running (max, sum) per lane (seed 003; the backward's
+             mid-length path).
   exchange - long rows in ONE HBM pass: a persistent, co-resident grid walks (row, chunk) items
-           in order; each program keeps its chunk in registers, publishes its partial in a slot,
-           waits (bounded) for its row's other partials, and writes its chunk from registers.
+             in order; each program keeps its chunk in registers, publishes its partial in a slot,
+             waits (bounded) for its row's other partials, and writes its chunk from registers.
+  stream   - the longest rows, or too few rows to fill the GPU: a persistent grid walks (row,
+             segment) items; each segment is streamed twice with software-pipelined loads, the
+             second time from L2, and a row's segments exchange partials as in "exchange".
 
 Nothing here touches a device at import time.
 """
@@ -101,51 +104,6 @@ def _online_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_strid
             tl.store(output_row + offsets, y.to(output_ptr.dtype.element_ty), mask=mask,
                      cache_modifier=".cs")
 
-
-@triton.jit
-def _split_stats_fwd_kernel(partial_max_ptr, partial_sum_ptr, input_ptr, input_row_stride, n_cols,
-                            n_chunks, BLOCK_SIZE: tl.constexpr, ALIGN: tl.constexpr):
-    """Max and sum of exp(x - max) of one BLOCK_SIZE chunk of one row, stored at index program_id."""
-    n_cols = n_cols // ALIGN * ALIGN
-    input_row_stride = input_row_stride // ALIGN * ALIGN
-    chunk_idx = tl.program_id(0)
-    row_idx = chunk_idx // n_chunks
-    offsets = (chunk_idx % n_chunks) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    x = tl.load(input_ptr + row_idx.to(tl.int64) * input_row_stride + offsets,
-                mask=offsets < n_cols, other=float("-inf"), eviction_policy="evict_last").to(tl.float32)
-    chunk_max = tl.max(x, axis=0)
-    # an all -inf chunk must report sum 0, not exp(-inf - -inf) = NaN
-    safe_max = tl.where(chunk_max == float("-inf"), 0.0, chunk_max)
-    tl.store(partial_max_ptr + chunk_idx, chunk_max)
-    tl.store(partial_sum_ptr + chunk_idx, tl.sum(tl.exp(x - safe_max), axis=0))
-
-
-@triton.jit
-def _split_write_fwd_kernel(output_ptr, input_ptr, partial_max_ptr, partial_sum_ptr, input_row_stride,
-                            output_row_stride, n_cols, n_chunks, BLOCK_SIZE: tl.constexpr,
-                            CHUNKS_BLOCK: tl.constexpr, ALIGN: tl.constexpr):
-    """Combine one row's chunk partials and write softmax of one chunk."""
-    n_cols = n_cols // ALIGN * ALIGN
-    input_row_stride = input_row_stride // ALIGN * ALIGN
-    output_row_stride = output_row_stride // ALIGN * ALIGN
-    # reverse of the stats launch order: the chunks read last are the likeliest still in L2
-    chunk_idx = tl.num_programs(0) - 1 - tl.program_id(0)
-    row_idx = chunk_idx // n_chunks
-    chunks = tl.arange(0, CHUNKS_BLOCK)
-    chunk_mask = chunks < n_chunks
-    partial_max = tl.load(partial_max_ptr + row_idx * n_chunks + chunks, mask=chunk_mask,
-                          other=float("-inf"))
-    partial_sum = tl.load(partial_sum_ptr + row_idx * n_chunks + chunks, mask=chunk_mask, other=0.0)
-    row_max = tl.max(partial_max, axis=0)
-    # all -inf chunks add 0 * exp(-inf) = 0; a fully -inf row gives NaN, as in torch
-    inv_row_sum = 1.0 / tl.sum(partial_sum * tl.exp(partial_max - row_max), axis=0)
-    offsets = (chunk_idx % n_chunks) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    mask = offsets < n_cols
-    x = tl.load(input_ptr + row_idx.to(tl.int64) * input_row_stride + offsets, mask=mask,
-                other=float("-inf"), eviction_policy="evict_first").to(tl.float32)
-    y = tl.exp(x - row_max) * inv_row_sum
-    tl.store(output_ptr + row_idx.to(tl.int64) * output_row_stride + offsets,
-             y.to(output_ptr.dtype.element_ty), mask=mask, cache_modifier=".cs")
 
 # "exchange": one HBM pass for long rows. A persistent program walks work items (row, chunk) in
 # increasing order, keeps its chunk in registers, publishes the chunk's partial, waits for the
@@ -331,51 +289,6 @@ def _online_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, grad_input_r
 
 
 @triton.jit
-def _split_dot_bwd_kernel(partial_dot_ptr, output_ptr, grad_output_ptr, output_row_stride,
-                          grad_output_row_stride, n_cols, n_chunks, BLOCK_SIZE: tl.constexpr,
-                          ALIGN: tl.constexpr):
-    """sum(y * dy) over one BLOCK_SIZE chunk of one row, stored at index program_id."""
-    n_cols = n_cols // ALIGN * ALIGN
-    output_row_stride = output_row_stride // ALIGN * ALIGN
-    grad_output_row_stride = grad_output_row_stride // ALIGN * ALIGN
-    chunk_idx = tl.program_id(0)
-    row_idx = chunk_idx // n_chunks
-    offsets = (chunk_idx % n_chunks) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    mask = offsets < n_cols
-    y = tl.load(output_ptr + row_idx.to(tl.int64) * output_row_stride + offsets, mask=mask,
-                other=0.0, eviction_policy="evict_last").to(tl.float32)
-    dy = tl.load(grad_output_ptr + row_idx.to(tl.int64) * grad_output_row_stride + offsets, mask=mask,
-                 other=0.0, eviction_policy="evict_last").to(tl.float32)
-    tl.store(partial_dot_ptr + chunk_idx, tl.sum(y * dy, axis=0))
-
-
-@triton.jit
-def _split_write_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, partial_dot_ptr,
-                            grad_input_row_stride, output_row_stride, grad_output_row_stride, n_cols,
-                            n_chunks, BLOCK_SIZE: tl.constexpr, CHUNKS_BLOCK: tl.constexpr,
-                            ALIGN: tl.constexpr):
-    """Sum one row's partial dots and write dx for one chunk."""
-    n_cols = n_cols // ALIGN * ALIGN
-    grad_input_row_stride = grad_input_row_stride // ALIGN * ALIGN
-    output_row_stride = output_row_stride // ALIGN * ALIGN
-    grad_output_row_stride = grad_output_row_stride // ALIGN * ALIGN
-    # reverse of the dot launch order: the chunks read last are the likeliest still in L2
-    chunk_idx = tl.num_programs(0) - 1 - tl.program_id(0)
-    row_idx = chunk_idx // n_chunks
-    chunks = tl.arange(0, CHUNKS_BLOCK)
-    row_dot = tl.sum(tl.load(partial_dot_ptr + row_idx * n_chunks + chunks, mask=chunks < n_chunks,
-                             other=0.0), axis=0)
-    offsets = (chunk_idx % n_chunks) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    mask = offsets < n_cols
-    y = tl.load(output_ptr + row_idx.to(tl.int64) * output_row_stride + offsets, mask=mask,
-                other=0.0, eviction_policy="evict_first").to(tl.float32)
-    dy = tl.load(grad_output_ptr + row_idx.to(tl.int64) * grad_output_row_stride + offsets, mask=mask,
-                 other=0.0, eviction_policy="evict_first").to(tl.float32)
-    tl.store(grad_input_ptr + row_idx.to(tl.int64) * grad_input_row_stride + offsets,
-             (y * (dy - row_dot)).to(grad_input_ptr.dtype.element_ty), mask=mask)
-
-
-@triton.jit
 def _exchange_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, slots_ptr, grad_input_row_stride,
                          output_row_stride, grad_output_row_stride, n_rows, n_cols, n_chunks, max_polls,
                          BLOCK_SIZE: tl.constexpr, CHUNKS_BLOCK: tl.constexpr, ALIGN: tl.constexpr,
@@ -428,6 +341,292 @@ def _exchange_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, slots_ptr,
                      (y * (dy - row_dot)).to(grad_input_ptr.dtype.element_ty))
 
 
+# "stream": long rows at two HBM passes whatever their length. A persistent grid walks
+# (row, segment) items in order. A program streams its segment twice: pass 1 for a per-lane
+# running (max, sum), pass 2 (backwards, so the blocks read last come first) to write. Both
+# loops are software-pipelined (tl.range num_stages: cp.async into shared memory), so each
+# program keeps (num_stages - 1) blocks of loads in flight instead of one. The grid's segments
+# in flight (programs x segment bytes) stay well under L2, so pass 2 reads L2, not HBM. A row
+# of several segments exchanges its (max, sum) partials through slots, as "exchange" does.
+# Blocks are laid out from the row's first VEC-aligned (16-byte) address: every block but the
+# row's first and last is then whole and aligned, loaded and stored unmasked with 16-byte
+# vectors whatever N is; only the two edge blocks are masked.
+
+
+@triton.jit
+def _lane_online(lane_max, lane_sum, x):
+    """One step of the per-lane running (max, sum of exp(x - max)); one exp per element."""
+    # of the old max and x, the larger contributes exp(0) = 1 and the other exp(-|x - max|);
+    # -inf contributes 0 (and -inf - -inf would be NaN)
+    scale = tl.where(x == float("-inf"), 0.0, tl.exp(-tl.abs(x - lane_max)))
+    lane_sum = tl.where(x > lane_max, lane_sum * scale + 1.0, lane_sum + scale)
+    return tl.maximum(lane_max, x), lane_sum
+
+
+@triton.jit
+def _holds_last_block(first_block, end_block, n_blocks):
+    """Whether blocks [first_block, end_block) hold the row's last block, and it is not also its first."""
+    return (end_block == n_blocks) & (first_block < n_blocks) & (n_blocks > 1)
+
+
+@triton.jit
+def _edge_online(input_ptr, in_base, first_col, n_cols, block, lane_max, lane_sum, BLOCK_SIZE: tl.constexpr):
+    """_lane_online over one masked edge block of a row."""
+    offsets = block * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    cols = first_col + offsets
+    x = tl.load(input_ptr + in_base + offsets, mask=(cols >= 0) & (cols < n_cols), other=float("-inf"))
+    return _lane_online(lane_max, lane_sum, x.to(tl.float32))
+
+
+@triton.jit
+def _edge_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, block, row_max, inv_row_sum,
+                BLOCK_SIZE: tl.constexpr):
+    """Softmax output of one masked edge block of a row."""
+    offsets = block * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    cols = first_col + offsets
+    mask = (cols >= 0) & (cols < n_cols)
+    x = tl.load(input_ptr + in_base + offsets, mask=mask, other=float("-inf")).to(tl.float32)
+    tl.store(output_ptr + out_base + offsets, (tl.exp(x - row_max) * inv_row_sum).to(output_ptr.dtype.element_ty),
+             mask=mask)
+
+
+@triton.jit
+def _segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, first_block, end_block,
+                     BLOCK_SIZE: tl.constexpr, NUM_STAGES: tl.constexpr):
+    """(max, sum of exp(x - max)) over blocks [first_block, end_block) of one row; (-inf, 0) if empty."""
+    idx = tl.arange(0, BLOCK_SIZE)
+    lane_max = tl.full([BLOCK_SIZE], float("-inf"), tl.float32)
+    lane_sum = tl.zeros([BLOCK_SIZE], tl.float32)
+    for block in tl.range(tl.maximum(first_block, 1), tl.minimum(end_block, n_blocks - 1),
+                          num_stages=NUM_STAGES):
+        x = tl.load(input_ptr + in_base + block * BLOCK_SIZE + idx, eviction_policy="evict_last")
+        lane_max, lane_sum = _lane_online(lane_max, lane_sum, x.to(tl.float32))
+    # the row's first and last blocks, masked: they may hang over the row's ends
+    if first_block == 0:
+        lane_max, lane_sum = _edge_online(input_ptr, in_base, first_col, n_cols, 0, lane_max, lane_sum, BLOCK_SIZE)
+    if _holds_last_block(first_block, end_block, n_blocks):
+        lane_max, lane_sum = _edge_online(input_ptr, in_base, first_col, n_cols, n_blocks - 1, lane_max, lane_sum,
+                                          BLOCK_SIZE)
+    segment_max = tl.max(lane_max, axis=0)
+    # an all -inf segment reports sum 0, not exp(-inf - -inf) = NaN
+    safe_max = tl.where(segment_max == float("-inf"), 0.0, segment_max)
+    return segment_max, tl.sum(lane_sum * tl.exp(lane_max - safe_max), axis=0)
+
+
+@triton.jit
+def _segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, first_block,
+                   end_block, row_max, inv_row_sum, BLOCK_SIZE: tl.constexpr, NUM_STAGES: tl.constexpr):
+    """y = exp(x - row_max) * inv_row_sum over blocks [first_block, end_block), interior last to first."""
+    idx = tl.arange(0, BLOCK_SIZE)
+    lo = tl.maximum(first_block, 1)
+    hi = tl.minimum(end_block, n_blocks - 1)
+    for k in tl.range(0, hi - lo, num_stages=NUM_STAGES):
+        offsets = (hi - 1 - k) * BLOCK_SIZE + idx
+        x = tl.load(input_ptr + in_base + offsets, eviction_policy="evict_first").to(tl.float32)
+        tl.store(output_ptr + out_base + offsets,
+                 (tl.exp(x - row_max) * inv_row_sum).to(output_ptr.dtype.element_ty), cache_modifier=".cs")
+    if first_block == 0:
+        _edge_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, 0, row_max, inv_row_sum, BLOCK_SIZE)
+    if _holds_last_block(first_block, end_block, n_blocks):
+        _edge_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks - 1, row_max,
+                    inv_row_sum, BLOCK_SIZE)
+
+
+@triton.jit
+def _row_bases(row, input_row_stride, output_row_stride, n_cols, BLOCK_SIZE: tl.constexpr, VEC: tl.constexpr):
+    """(in_base, out_base, first_col, n_blocks): blocks of a row start at its first VEC-aligned element."""
+    row64 = tl.cast(row, tl.int64)
+    in_start = row64 * input_row_stride
+    in_base = in_start // VEC * VEC
+    first_col = (in_base - in_start).to(tl.int32)  # in (-VEC, 0]; 0 when VEC == 1
+    # VEC > 1 only when both tensors share one row stride (host-checked): same layout
+    out_base = in_base if VEC > 1 else row64 * output_row_stride
+    return in_base, out_base, first_col, tl.cdiv(n_cols - first_col, BLOCK_SIZE)
+
+
+@triton.jit
+def _stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
+                       n_segments, blocks_per_segment, max_polls, BLOCK_SIZE: tl.constexpr,
+                       SEGMENTS_BLOCK: tl.constexpr, ALIGN: tl.constexpr, VEC: tl.constexpr,
+                       NUM_STAGES: tl.constexpr):
+    """Two-HBM-pass softmax of long rows: segments streamed twice (pass 2 from L2), partials exchanged."""
+    n_cols = n_cols // ALIGN * ALIGN
+    input_row_stride = input_row_stride // ALIGN * ALIGN
+    output_row_stride = output_row_stride // ALIGN * ALIGN
+    for item in range(tl.program_id(0), n_rows * n_segments, tl.num_programs(0)):
+        row = item // n_segments
+        in_base, out_base, first_col, n_blocks = _row_bases(row, input_row_stride, output_row_stride, n_cols,
+                                                            BLOCK_SIZE, VEC)
+        first_block = (item % n_segments) * blocks_per_segment
+        end_block = tl.minimum(first_block + blocks_per_segment, n_blocks)
+        segment_max, segment_sum = _segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks,
+                                                    first_block, end_block, BLOCK_SIZE, NUM_STAGES)
+        if SEGMENTS_BLOCK == 1:
+            row_max = segment_max
+            # a fully -inf row: 0 * exp(NaN) = NaN, the whole row NaN as in torch
+            inv_row_sum = 1.0 / (segment_sum * tl.exp(segment_max - row_max))
+        else:
+            # never 0: a finite max has sum >= 1, and -inf's bits are not 0
+            tl.atomic_xchg(slots_ptr + item, _pack(segment_max, segment_sum), sem="relaxed")
+            packed, n_missing, in_row = _await_row(slots_ptr, row, n_segments, max_polls, SEGMENTS_BLOCK)
+            if n_missing > 0:
+                # siblings not running (not co-resident, or the sequential interpreter): compute
+                # their partials from the input and publish them, so later siblings need not
+                for sibling in range(0, n_segments):
+                    slot = slots_ptr + row * n_segments + sibling
+                    if tl.load(slot, volatile=True) == 0:
+                        s_first = sibling * blocks_per_segment
+                        s_max, s_sum = _segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, s_first,
+                                                        tl.minimum(s_first + blocks_per_segment, n_blocks),
+                                                        BLOCK_SIZE, NUM_STAGES)
+                        tl.atomic_xchg(slot, _pack(s_max, s_sum), sem="relaxed")
+                packed = tl.load(slots_ptr + row * n_segments + tl.arange(0, SEGMENTS_BLOCK), mask=in_row,
+                                 other=-1, volatile=True)
+            partial_max, partial_sum = _unpack(packed)
+            partial_max = tl.where(in_row, partial_max, float("-inf"))
+            row_max = tl.max(partial_max, axis=0)
+            # all -inf segments add 0 * exp(-inf) = 0; a fully -inf row gives NaN, as in torch
+            inv_row_sum = 1.0 / tl.sum(tl.where(in_row, partial_sum * tl.exp(partial_max - row_max), 0.0), axis=0)
+        _segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, first_block,
+                       end_block, row_max, inv_row_sum, BLOCK_SIZE, NUM_STAGES)
+
+
+@triton.jit
+def _segment_dot(output_ptr, grad_output_ptr, y_base, dy_base, first_col, n_cols, n_blocks, first_block,
+                 end_block, BLOCK_SIZE: tl.constexpr, NUM_STAGES: tl.constexpr):
+    """sum(y * dy) over blocks [first_block, end_block) of one row; 0 if empty."""
+    idx = tl.arange(0, BLOCK_SIZE)
+    lane_dot = tl.zeros([BLOCK_SIZE], tl.float32)
+    for block in tl.range(tl.maximum(first_block, 1), tl.minimum(end_block, n_blocks - 1),
+                          num_stages=NUM_STAGES):
+        offsets = block * BLOCK_SIZE + idx
+        y = tl.load(output_ptr + y_base + offsets, eviction_policy="evict_last").to(tl.float32)
+        dy = tl.load(grad_output_ptr + dy_base + offsets, eviction_policy="evict_last").to(tl.float32)
+        lane_dot += y * dy
+    if first_block == 0:
+        lane_dot += _edge_product(output_ptr, grad_output_ptr, y_base, dy_base, first_col, n_cols, 0, BLOCK_SIZE)
+    if _holds_last_block(first_block, end_block, n_blocks):
+        lane_dot += _edge_product(output_ptr, grad_output_ptr, y_base, dy_base, first_col, n_cols, n_blocks - 1,
+                                  BLOCK_SIZE)
+    return tl.sum(lane_dot, axis=0)
+
+
+@triton.jit
+def _edge_product(output_ptr, grad_output_ptr, y_base, dy_base, first_col, n_cols, block, BLOCK_SIZE: tl.constexpr):
+    """y * dy over one masked edge block of a row (0 outside it)."""
+    offsets = block * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    cols = first_col + offsets
+    mask = (cols >= 0) & (cols < n_cols)
+    y = tl.load(output_ptr + y_base + offsets, mask=mask, other=0.0).to(tl.float32)
+    dy = tl.load(grad_output_ptr + dy_base + offsets, mask=mask, other=0.0).to(tl.float32)
+    return y * dy
+
+
+@triton.jit
+def _edge_grad(grad_input_ptr, output_ptr, grad_output_ptr, dx_base, y_base, dy_base, first_col, n_cols, block,
+               row_dot, BLOCK_SIZE: tl.constexpr):
+    """dx = y * (dy - row_dot) over one masked edge block of a row."""
+    offsets = block * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    cols = first_col + offsets
+    mask = (cols >= 0) & (cols < n_cols)
+    y = tl.load(output_ptr + y_base + offsets, mask=mask, other=0.0).to(tl.float32)
+    dy = tl.load(grad_output_ptr + dy_base + offsets, mask=mask, other=0.0).to(tl.float32)
+    tl.store(grad_input_ptr + dx_base + offsets, (y * (dy - row_dot)).to(grad_input_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, slots_ptr, grad_input_row_stride,
+                       output_row_stride, grad_output_row_stride, n_rows, n_cols, n_segments, blocks_per_segment,
+                       max_polls, BLOCK_SIZE: tl.constexpr, SEGMENTS_BLOCK: tl.constexpr, ALIGN: tl.constexpr,
+                       VEC: tl.constexpr, NUM_STAGES: tl.constexpr):
+    """Two-HBM-pass softmax backward of long rows: y, dy streamed twice, sum(y * dy) exchanged."""
+    n_cols = n_cols // ALIGN * ALIGN
+    grad_input_row_stride = grad_input_row_stride // ALIGN * ALIGN
+    output_row_stride = output_row_stride // ALIGN * ALIGN
+    grad_output_row_stride = grad_output_row_stride // ALIGN * ALIGN
+    idx = tl.arange(0, BLOCK_SIZE)
+    for item in range(tl.program_id(0), n_rows * n_segments, tl.num_programs(0)):
+        row = item // n_segments
+        y_base, dx_base, first_col, n_blocks = _row_bases(row, output_row_stride, grad_input_row_stride, n_cols,
+                                                          BLOCK_SIZE, VEC)
+        # VEC > 1 only when all three tensors share one row stride (host-checked)
+        dy_base = y_base if VEC > 1 else tl.cast(row, tl.int64) * grad_output_row_stride
+        first_block = (item % n_segments) * blocks_per_segment
+        end_block = tl.minimum(first_block + blocks_per_segment, n_blocks)
+        row_dot = _segment_dot(output_ptr, grad_output_ptr, y_base, dy_base, first_col, n_cols, n_blocks,
+                               first_block, end_block, BLOCK_SIZE, NUM_STAGES)
+        if SEGMENTS_BLOCK > 1:
+            # the upper word 1.0 makes the slot non-zero whatever the dot
+            tl.atomic_xchg(slots_ptr + item, _pack(tl.full((), 1.0, tl.float32), row_dot), sem="relaxed")
+            packed, n_missing, in_row = _await_row(slots_ptr, row, n_segments, max_polls, SEGMENTS_BLOCK)
+            if n_missing > 0:
+                # siblings not running: compute and publish their dots from y and dy
+                for sibling in range(0, n_segments):
+                    slot = slots_ptr + row * n_segments + sibling
+                    if tl.load(slot, volatile=True) == 0:
+                        s_first = sibling * blocks_per_segment
+                        s_dot = _segment_dot(output_ptr, grad_output_ptr, y_base, dy_base, first_col, n_cols,
+                                             n_blocks, s_first, tl.minimum(s_first + blocks_per_segment, n_blocks),
+                                             BLOCK_SIZE, NUM_STAGES)
+                        tl.atomic_xchg(slot, _pack(tl.full((), 1.0, tl.float32), s_dot), sem="relaxed")
+                packed = tl.load(slots_ptr + row * n_segments + tl.arange(0, SEGMENTS_BLOCK), mask=in_row,
+                                 other=-1, volatile=True)
+            row_dot = tl.sum(tl.where(in_row, _unpack(packed)[1], 0.0), axis=0)
+        lo = tl.maximum(first_block, 1)
+        hi = tl.minimum(end_block, n_blocks - 1)
+        # backwards, so the blocks read last in pass 1 are re-read first, from L2
+        for k in tl.range(0, hi - lo, num_stages=NUM_STAGES):
+            offsets = (hi - 1 - k) * BLOCK_SIZE + idx
+            y = tl.load(output_ptr + y_base + offsets, eviction_policy="evict_first").to(tl.float32)
+            dy = tl.load(grad_output_ptr + dy_base + offsets, eviction_policy="evict_first").to(tl.float32)
+            tl.store(grad_input_ptr + dx_base + offsets, (y * (dy - row_dot)).to(grad_input_ptr.dtype.element_ty))
+        if first_block == 0:
+            _edge_grad(grad_input_ptr, output_ptr, grad_output_ptr, dx_base, y_base, dy_base, first_col, n_cols, 0,
+                       row_dot, BLOCK_SIZE)
+        if _holds_last_block(first_block, end_block, n_blocks):
+            _edge_grad(grad_input_ptr, output_ptr, grad_output_ptr, dx_base, y_base, dy_base, first_col, n_cols,
+                       n_blocks - 1, row_dot, BLOCK_SIZE)
+
+
+@triton.jit
+def _tile_online_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
+                            TILE_ROWS: tl.constexpr, VEC: tl.constexpr, ALIGN: tl.constexpr):
+    """Two-pass online softmax of rows program_id, program_id + num_programs, ... in steps of a
+    [TILE_ROWS, VEC] tile: each thread owns whole VEC-element vectors, so the running (max, sum)
+    is one pair per vector (few registers: many warps fit an SM) and costs 1 + 1/VEC exp per element."""
+    n_cols = n_cols // ALIGN * ALIGN
+    input_row_stride = input_row_stride // ALIGN * ALIGN
+    output_row_stride = output_row_stride // ALIGN * ALIGN
+    tile = tl.arange(0, TILE_ROWS)[:, None] * VEC + tl.arange(0, VEC)[None, :]
+    BLOCK: tl.constexpr = TILE_ROWS * VEC
+    n_blocks = tl.cdiv(n_cols, BLOCK)
+    for row_idx in range(tl.program_id(0), n_rows, tl.num_programs(0)):
+        row_idx = tl.cast(row_idx, tl.int64)
+        input_row = input_ptr + row_idx * input_row_stride
+        output_row = output_ptr + row_idx * output_row_stride
+        vec_max = tl.full([TILE_ROWS], float("-inf"), tl.float32)
+        vec_sum = tl.zeros([TILE_ROWS], tl.float32)
+        for block in range(0, n_blocks):
+            offsets = block * BLOCK + tile
+            x = tl.load(input_row + offsets, mask=offsets < n_cols, other=float("-inf"),
+                        eviction_policy="evict_last").to(tl.float32)
+            new_max = tl.maximum(vec_max, tl.max(x, axis=1))
+            # a vector that has seen only -inf keeps sum 0 (and -inf - -inf would be NaN)
+            safe_max = tl.where(new_max == float("-inf"), 0.0, new_max)
+            vec_sum = vec_sum * tl.exp(vec_max - safe_max) + tl.sum(tl.exp(x - safe_max[:, None]), axis=1)
+            vec_max = new_max
+        row_max = tl.max(vec_max, axis=0)
+        # vectors that saw only -inf add 0 * exp(-inf) = 0; a fully -inf row gives NaN, as in torch
+        inv_row_sum = 1.0 / tl.sum(vec_sum * tl.exp(vec_max - row_max), axis=0)
+        for block in range(0, n_blocks):
+            offsets = (n_blocks - 1 - block) * BLOCK + tile
+            mask = offsets < n_cols
+            x = tl.load(input_row + offsets, mask=mask, other=float("-inf"),
+                        eviction_policy="evict_first").to(tl.float32)
+            tl.store(output_row + offsets, (tl.exp(x - row_max) * inv_row_sum).to(output_ptr.dtype.element_ty),
+                     mask=mask, cache_modifier=".cs")
+
+
 # Seed 003's autotuning grid. Under TRITON_INTERPRET timings mean nothing (and the autotuner's
 # benchmark needs a GPU), so the interpreter gets one config, which triton.autotune runs untimed.
 AUTOTUNE_BLOCK_SIZES = (256, 512, 1024, 2048, 4096, 8192)
@@ -452,40 +651,38 @@ class Plan(NamedTuple):
     max_cols: float        # the row applies when n_cols <= max_cols ...
     min_rows_per_sm: int   # ... and n_rows >= min_rows_per_sm * SM count ...
     elem_bytes: int        # ... and the element size is elem_bytes (0: any); first match wins
-    path: str              # "rows" | "online" | "split" | "exchange" (module docstring)
-    rows_per_program: int  # rows: rows per program (tile = rows_per_program x next_pow2(n_cols))
-    block_size: int        # online: columns per loop step; split, exchange: columns per chunk
+    path: str              # "rows" | "tile" | "online" | "exchange" | "stream" (module docstring)
+    rows_per_program: int  # rows: rows per program (tile = rows_per_program x next_pow2(n_cols));
+                           # tile: 16-byte vectors per thread per step
+    block_size: int        # online, stream: columns per loop step; exchange: columns per chunk
     num_warps: int
-    programs_per_sm: int   # online, exchange: persistent grid size = programs_per_sm * SM count
+    programs_per_sm: int   # tile, online, exchange, stream: persistent grid = programs_per_sm * SMs
+    num_stages: int = 0    # stream: software-pipeline depth of its loops (blocks in flight + 1)
+    segment_bytes: float = 0  # stream: bytes of a row one program streams twice (math.inf: whole rows)
 
 
 # Short rows: tiles of ~4096 elements, so each program moves 8-16 KB and a thread holds 2-4
 # 16-byte vectors. Medium rows: one row per program in registers, warps grow with the row so a
 # thread holds <= 32 fp32 values (64 for backward's two tensors, hence its lower switch-over).
-# Long rows (forward: fp32 > 32768, 2-byte > 16384; backward > 16384; up to 1M columns):
-# "exchange", one HBM pass; a forward program holds 16 KB (backward: 16-32 KB of y and dy) as
-# 16-32 values per thread, and programs_per_sm of them share an SM so one can load while another
-# waits or stores (32-64 KB in flight per SM). Its deadlock-freedom argument needs n_chunks <=
-# grid size, hence the 1M cap.
-# Past 1M columns: "online" (one 32-warp program per SM streaming 32-64 KB per step) once there
-# are >= 2 rows per SM, so the persistent grid's last round is >= 2/3 busy and its ~2 HBM passes
-# (pass 2 hits L2 while SM count x row bytes fits) beat split's ~3 on tensors larger than L2;
-# with fewer rows, "split" keeps every SM busy. Every row compiles for sm_90 without spills
-# (except exchange forward in fp16/bf16 on unaligned N or strided rows: 176-696 B), with
-# 16-byte accesses wherever n_cols and strides allow; the numbers are reasoned starting points
-# for GPU tuning, not measured optima.
-# Measured on an H200 (runs 20261121T231716Z and 20261121T234257Z; notes/kernels.md, round 3):
-# exchange beat online only for fp32 rows of 32k-128k columns (78/64/66% of copy against
-# 69/58/60%); for 2-byte types and past 128k it lost to rows/online/split (e.g. fp16 32768: 59%
-# against rows' 74%; 777,777: 10% against split's 46%), and its backward lost everywhere. So the
-# table keeps it for that one band and the round-1 paths elsewhere.
 # Short rows (scripts/probe_rows_tiles.py, H200): 2 rows x 1 warp per program beat the 16x4 and
 # 8x4 tiles at 4096x256 (6.2 us against 7.6, torch 7.0) and 4096x512 (7.4 against ~8, torch 9.6):
 # these tiny tensors need more, smaller programs in flight, not more bytes per program.
-# Backward, 2-byte rows of 16k-32k: the whole-row kernel reached 84-91% of its ceiling where
-# online reached 77% (H200 run 20261121T234955Z).
+# Long rows, measured on an H200 with scripts/probe_long_rows.py (notes/kernels.md, round 4):
+# - 2-byte rows of 16k-256k with >= 2 rows per SM: "tile". One running (max, sum) per 16-byte
+#   vector needs ~30 registers, so 64 warps fit an SM; at 65536 fp16 it moved 3,317 GB/s against
+#   2,322 for the per-lane online kernel (50% of warps active) and 3,130 at 32768 against the
+#   32-warp whole-row kernel's 3,130 (1, 16, 4: 3,328).
+# - fp32 32k-128k: "exchange" (one HBM pass, 78-79% of copy at 65536; 92% on an H100); "tile"
+#   was within 4% of it, so the table keeps the path the H100 has measured.
+# - Longer rows, and any long row with too few rows for a persistent grid: "stream", 4-8 KB
+#   blocks, 4 stages, 64 KB segments: 2,630-2,810 GB/s at 262144-1M, 3-20% ahead of the online
+#   and split paths it replaced. ncu showed why it stops there: with 8 programs of 64 KB per SM
+#   the segments outgrow L2 (1.6x the DRAM reads); with smaller segments pass 2 does hit L2 (1.0x)
+#   but only 12-29% of warps are active, so latency, not bytes, bounds it.
+# Backward: rows to 16384 (2-byte: 32768); "online" to 65536 where it measured equal to
+# "stream"; "stream" beyond, 10-18% ahead of the online/split paths at 131072 and 1M.
 SOFTMAX_PLANS = (
-    #     op          max_cols  min_rows bytes path      rows  block  warps  progs
+    #     op          max_cols  min_rows bytes path      rows  block  warps  progs stages segment
     Plan("forward",        64,        0,  0, "rows",      64,     0,     4,    0),
     Plan("forward",       128,        0,  0, "rows",      32,     0,     4,    0),
     Plan("forward",       256,        0,  0, "rows",       2,     0,     1,    0),
@@ -495,10 +692,13 @@ SOFTMAX_PLANS = (
     Plan("forward",      4096,        0,  0, "rows",       1,     0,     8,    0),
     Plan("forward",      8192,        0,  0, "rows",       1,     0,    16,    0),
     Plan("forward",     16384,        0,  0, "rows",       1,     0,    16,    0),
+    Plan("forward",     32768,        2,  2, "tile",       1,     0,    16,    4),
     Plan("forward",     32768,        0,  0, "rows",       1,     0,    32,    0),
+    Plan("forward",     65536,        2,  2, "tile",       1,     0,    32,    2),
+    Plan("forward",    262144,        2,  2, "tile",       2,     0,    32,    1),
     Plan("forward",    131072,        0,  4, "exchange",   0,  4096,     8,    4),
-    Plan("forward",  math.inf,        2,  0, "online",     0, 16384,    32,    1),
-    Plan("forward",  math.inf,        0,  0, "split",      0,  8192,     8,    0),
+    Plan("forward",  math.inf,        0,  4, "stream",     0,  1024,     4,    8,    4,  65536),
+    Plan("forward",  math.inf,        0,  2, "stream",     0,  2048,     4,    8,    4,  65536),
     Plan("backward",       64,        0,  0, "rows",      32,     0,     4,    0),
     Plan("backward",      128,        0,  0, "rows",      16,     0,     4,    0),
     Plan("backward",      256,        0,  0, "rows",       8,     0,     4,    0),
@@ -509,8 +709,9 @@ SOFTMAX_PLANS = (
     Plan("backward",     8192,        0,  0, "rows",       1,     0,    16,    0),
     Plan("backward",    16384,        0,  0, "rows",       1,     0,    32,    0),
     Plan("backward",    32768,        0,  2, "rows",       1,     0,    32,    0),
-    Plan("backward", math.inf,        2,  0, "online",     0,  8192,    32,    1),
-    Plan("backward", math.inf,        0,  0, "split",      0,  8192,     8,    0),
+    Plan("backward",    65536,        2,  0, "online",     0,  8192,    32,    1),
+    Plan("backward",  math.inf,        0,  4, "stream",     0,  2048,     8,    2,    4, 131072),
+    Plan("backward",  math.inf,        0,  2, "stream",     0,  4096,     4,    4,    3,  65536),
 )
 
 # Exchange programs re-read their row's slots up to this many times (~0.5 us each, an L2 round
@@ -629,18 +830,17 @@ def _forward_online(y, x, block_size, num_warps, n_programs, align):
             BLOCK_SIZE=block_size, ALIGN=align, num_warps=num_warps)
 
 
-def _forward_split(y, x, block_size, num_warps, align):
-    """Launch the split-row forward: per-chunk partials, then combine-and-write."""
+def _forward_tile_online(y, x, vectors_per_thread, num_warps, programs_per_sm, align):
+    """Launch the tile-online forward on a persistent grid striding over the rows.
+
+    Registers are capped so that programs_per_sm programs fit an SM together.
+    """
     n_rows, n_cols = x.shape
-    n_chunks = triton.cdiv(n_cols, block_size)
-    partial_max = torch.empty(n_rows * n_chunks, dtype=torch.float32, device=x.device)
-    partial_sum = torch.empty_like(partial_max)
-    grid = (n_rows * n_chunks,)
-    _launch(_split_stats_fwd_kernel, grid, partial_max, partial_sum, x, x.stride(0), n_cols, n_chunks,
-            BLOCK_SIZE=block_size, ALIGN=align, num_warps=num_warps)
-    _launch(_split_write_fwd_kernel, grid, y, x, partial_max, partial_sum, x.stride(0), y.stride(0),
-            n_cols, n_chunks, BLOCK_SIZE=block_size, CHUNKS_BLOCK=triton.next_power_of_2(n_chunks),
-            ALIGN=align, num_warps=num_warps)
+    n_programs = min(n_rows, programs_per_sm * _sm_count(x.device))
+    maxnreg = min(255, 65536 // (programs_per_sm * num_warps * 32) // 8 * 8)
+    _launch(_tile_online_fwd_kernel, (n_programs,), y, x, x.stride(0), y.stride(0), n_rows, n_cols,
+            TILE_ROWS=32 * num_warps * vectors_per_thread, VEC=16 // x.element_size(), ALIGN=align,
+            num_warps=num_warps, maxnreg=maxnreg)
 
 
 def _exchange_grid(n_items, n_chunks, num_warps, programs_per_sm, device):
@@ -695,19 +895,6 @@ def _backward_online(dx, y, dy, block_size, num_warps, n_programs, align):
             n_rows, n_cols, BLOCK_SIZE=block_size, ALIGN=align, num_warps=num_warps)
 
 
-def _backward_split(dx, y, dy, block_size, num_warps, align):
-    """Launch the split-row backward: per-chunk dots, then combine-and-write."""
-    n_rows, n_cols = y.shape
-    n_chunks = triton.cdiv(n_cols, block_size)
-    partial_dot = torch.empty(n_rows * n_chunks, dtype=torch.float32, device=y.device)
-    grid = (n_rows * n_chunks,)
-    _launch(_split_dot_bwd_kernel, grid, partial_dot, y, dy, y.stride(0), dy.stride(0), n_cols, n_chunks,
-            BLOCK_SIZE=block_size, ALIGN=align, num_warps=num_warps)
-    _launch(_split_write_bwd_kernel, grid, dx, y, dy, partial_dot, dx.stride(0), y.stride(0),
-            dy.stride(0), n_cols, n_chunks, BLOCK_SIZE=block_size,
-            CHUNKS_BLOCK=triton.next_power_of_2(n_chunks), ALIGN=align, num_warps=num_warps)
-
-
 def _backward_exchange(dx, y, dy, block_size, num_warps, programs_per_sm, align):
     """Launch the one-pass split-row backward on a persistent, co-resident grid."""
     n_rows, n_cols = y.shape
@@ -721,6 +908,81 @@ def _backward_exchange(dx, y, dy, block_size, num_warps, programs_per_sm, align)
             maxnreg=maxnreg)
 
 
+def _resident_per_sm(compiled, num_warps: int, device: torch.device) -> int:
+    """How many programs of a compiled kernel one SM holds at once (warps, registers, shared memory)."""
+    props = triton.runtime.driver.active.utils.get_device_properties(device.index or 0)
+    if hasattr(compiled, "_init_handles"):
+        compiled._init_handles()  # n_regs is read from the loaded module
+    regs_per_warp = -(-compiled.n_regs * 32 // 256) * 256  # allocated per warp in units of 256
+    by_regs = props["max_num_regs"] // max(1, regs_per_warp * num_warps)
+    # the opt-in per-block maximum is the SM's shared memory less 1 KB, which each block reserves
+    by_shared = (props["max_shared_mem"] + 1024) // (compiled.metadata.shared + 1024)
+    return max(1, min(64 // num_warps, 32, by_regs, by_shared))
+
+
+_RESIDENT_CACHE: dict = {}
+
+
+def _persistent_programs(kernel, args, kwargs, n_items, n_segments, programs_per_sm, device) -> int:
+    """Grid size for a persistent kernel: co-resident, a multiple of n_segments, at most n_items.
+
+    Co-resident so that a program waiting for its row's other segments waits on running programs;
+    a multiple of n_segments so that a row's segments run in the same round.
+    """
+    per_sm = programs_per_sm
+    if not _interpreting():
+        key = (kernel, device, args[1].dtype, tuple(sorted(kwargs.items())))
+        if key not in _RESIDENT_CACHE:
+            compiled = kernel.warmup(*args, grid=(1,), **kwargs)
+            _RESIDENT_CACHE[key] = _resident_per_sm(compiled, kwargs["num_warps"], device)
+        per_sm = min(per_sm, _RESIDENT_CACHE[key])
+    grid = per_sm * _sm_count(device) // n_segments * n_segments
+    return max(n_segments, min(n_items, grid))
+
+
+def _stream_segments(n_cols, elem_bytes, block_size, segment_bytes, align, vec):
+    """(n_segments, blocks_per_segment): a row's blocks cut into segments of about segment_bytes."""
+    max_blocks = triton.cdiv(n_cols + vec - min(vec, align), block_size)
+    blocks_per_segment = max(1, int(min(max_blocks, segment_bytes // (block_size * elem_bytes))))
+    return triton.cdiv(max_blocks, blocks_per_segment), blocks_per_segment
+
+
+def _segments_block(n_segments: int) -> int:
+    """The slot vector's constexpr width: 1 (no exchange) or a power of two >= 16 (few compiles)."""
+    return 1 if n_segments == 1 else max(16, triton.next_power_of_2(n_segments))
+
+
+def _forward_stream(y, x, block_size, num_warps, programs_per_sm, num_stages, segment_bytes, align):
+    """Launch the two-HBM-pass streaming forward on a persistent grid of (row, segment) items."""
+    n_rows, n_cols = x.shape
+    vec = _exchange_vec(x.element_size(), x, y)
+    n_segments, blocks_per_segment = _stream_segments(n_cols, x.element_size(), block_size, segment_bytes,
+                                                      align, vec)
+    slots = torch.zeros(n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=x.device)
+    args = (y, x, slots, x.stride(0), y.stride(0), n_rows, n_cols, n_segments, blocks_per_segment, _max_polls())
+    kwargs = dict(BLOCK_SIZE=block_size, SEGMENTS_BLOCK=_segments_block(n_segments),
+                  ALIGN=align, VEC=vec, NUM_STAGES=num_stages, num_warps=num_warps)
+    n_programs = _persistent_programs(_stream_fwd_kernel, args, kwargs, n_rows * n_segments, n_segments,
+                                      programs_per_sm, x.device)
+    _launch(_stream_fwd_kernel, (n_programs,), *args, **kwargs)
+
+
+def _backward_stream(dx, y, dy, block_size, num_warps, programs_per_sm, num_stages, segment_bytes, align):
+    """Launch the two-HBM-pass streaming backward on a persistent grid of (row, segment) items."""
+    n_rows, n_cols = y.shape
+    vec = _exchange_vec(y.element_size(), dx, y, dy)
+    n_segments, blocks_per_segment = _stream_segments(n_cols, 2 * y.element_size(), block_size, segment_bytes,
+                                                      align, vec)
+    slots = torch.zeros(n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=y.device)
+    args = (dx, y, dy, slots, dx.stride(0), y.stride(0), dy.stride(0), n_rows, n_cols, n_segments,
+            blocks_per_segment, _max_polls())
+    kwargs = dict(BLOCK_SIZE=block_size, SEGMENTS_BLOCK=_segments_block(n_segments),
+                  ALIGN=align, VEC=vec, NUM_STAGES=num_stages, num_warps=num_warps)
+    n_programs = _persistent_programs(_stream_bwd_kernel, args, kwargs, n_rows * n_segments, n_segments,
+                                      programs_per_sm, y.device)
+    _launch(_stream_bwd_kernel, (n_programs,), *args, **kwargs)
+
+
 def _run_forward_plan(y, x, plan):
     """Launch plan's path for the forward."""
     n_rows, n_cols = x.shape
@@ -730,10 +992,13 @@ def _run_forward_plan(y, x, plan):
     elif plan.path == "online":
         n_programs = min(n_rows, plan.programs_per_sm * _sm_count(x.device))
         _forward_online(y, x, plan.block_size, plan.num_warps, n_programs, align)
+    elif plan.path == "tile":
+        _forward_tile_online(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm, align)
     elif plan.path == "exchange":
         _forward_exchange(y, x, plan.block_size, plan.num_warps, plan.programs_per_sm, align)
     else:
-        _forward_split(y, x, plan.block_size, plan.num_warps, align)
+        _forward_stream(y, x, plan.block_size, plan.num_warps, plan.programs_per_sm, plan.num_stages,
+                        plan.segment_bytes, align)
 
 
 def _run_backward_plan(dx, y, dy, plan):
@@ -748,7 +1013,8 @@ def _run_backward_plan(dx, y, dy, plan):
     elif plan.path == "exchange":
         _backward_exchange(dx, y, dy, plan.block_size, plan.num_warps, plan.programs_per_sm, align)
     else:
-        _backward_split(dx, y, dy, plan.block_size, plan.num_warps, align)
+        _backward_stream(dx, y, dy, plan.block_size, plan.num_warps, plan.programs_per_sm, plan.num_stages,
+                         plan.segment_bytes, align)
 
 
 def softmax_forward(x: torch.Tensor) -> torch.Tensor:

@@ -76,7 +76,8 @@ def reference_grad(x, dy, dim=-1):
 
 
 # Widths above this are not run at a table row's max_cols (the interpreter is slow there);
-# exchange rows are exercised just past their lower threshold and by the long-row tests.
+# exchange, tile and stream rows are exercised just past their lower threshold and by the
+# long-row tests below.
 MAX_BOUNDARY_COLS = 65536
 
 
@@ -85,19 +86,23 @@ def plan_cases(op, dtype):
     max_cols and one past the row before."""
     sm_count = sm._sm_count(DEVICE)
     elem_bytes = dtype.itemsize
-    cases, last_finite = [], 0
-    for plan in (p for p in sm.SOFTMAX_PLANS if p.op == op and p.elem_bytes in (0, elem_bytes)):
+    cases, plans = [], [p for p in sm.SOFTMAX_PLANS if p.op == op and p.elem_bytes in (0, elem_bytes)]
+    for i, plan in enumerate(plans):
+        # the band starts past the largest smaller max_cols of an earlier row
+        lower = max([int(p.max_cols) for p in plans[:i] if p.max_cols < plan.max_cols], default=0)
         if plan.path == "rows":  # several programs, the last one with rows past the end
             n_rows = 2 * plan.rows_per_program + 1
         else:  # enough rows for this row of the table and, for "online", more rows than programs
             n_rows = max(plan.min_rows_per_sm * sm_count + 1, 3)
-        widths = [last_finite + 1] + ([int(plan.max_cols)] if plan.max_cols <= MAX_BOUNDARY_COLS else [])
-        if plan.path in ("online", "split"):  # past exchange's 1M columns: one row, or 2 per SM
+        if plan.path in ("online", "stream"):  # stream: one row (few rows); online: 2 per SM
             n_rows = max(plan.min_rows_per_sm * sm_count, 1)
+        # an earlier row for the same band that wants more rows: stay below its minimum
+        shadowing = [p for p in plans[:i] if p.max_cols == plan.max_cols and p.min_rows_per_sm > plan.min_rows_per_sm]
+        if shadowing:
+            n_rows = min(n_rows, min(p.min_rows_per_sm for p in shadowing) * sm_count - 1)
+        widths = [lower + 1] + ([int(plan.max_cols)] if plan.max_cols <= MAX_BOUNDARY_COLS else [])
         cases += [pytest.param(plan, n_rows, n_cols, dtype, id=f"{op}-{plan.path}-{n_rows}x{n_cols}-{dtype}")
                   for n_cols in widths]
-        if math.isfinite(plan.max_cols):
-            last_finite = int(plan.max_cols)
     return cases
 
 
@@ -187,6 +192,64 @@ def test_exchange_grid_is_co_resident():
         assert resident * num_warps * 32 * maxnreg <= 65536  # registers per SM
         assert maxnreg % 8 == 0 and maxnreg <= 255
     assert sm._exchange_grid(3, 3, 8, 4, DEVICE)[0] == 3  # never more programs than work items
+
+
+def stream_views(dtype):
+    """Inputs for the stream kernels with tiny blocks, so rows span many blocks and segments."""
+    base = make_input((5, 782), dtype)
+    base[1, ::3] = float("-inf")  # masked entries: exactly 0
+    base[2] = float("-inf")       # a fully masked row: NaN, as torch
+    flat = base.reshape(-1)
+    return {
+        "contiguous": base[:, :777].contiguous(),  # odd N: rows start mid-vector, masked edge blocks
+        "col_slice": base[:, 3:-2],                # row stride 782 != the output's: VEC = 1
+        "unaligned_base": flat[3:3 + 4 * 777].view(4, 777),
+    }
+
+
+# (block_size, programs_per_sm, segment blocks): several segments exchanging partials with
+# more programs than segments; one block per segment (edge blocks alone); whole rows (no exchange)
+STREAM_CONFIGS = [(16, 2, 2), (32, 3, 1), (64, 1, math.inf)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("view", ["contiguous", "col_slice", "unaligned_base"])
+@pytest.mark.parametrize("block_size,programs_per_sm,segment_blocks", STREAM_CONFIGS)
+def test_stream_kernels(view, block_size, programs_per_sm, segment_blocks, dtype):
+    x = stream_views(dtype)[view]
+    y = torch.full(x.shape, 1234.5, dtype=dtype)
+    align = sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0))
+    sm._forward_stream(y, x, block_size, 4, programs_per_sm, 2, segment_blocks * block_size * x.element_size(), align)
+    assert_softmax(y, x)
+    y_in = torch.softmax(x.double(), -1).nan_to_num(0.0).to(dtype)
+    dy = make_input(x.shape, dtype, seed=1)
+    dx = torch.full(x.shape, 1234.5, dtype=dtype)
+    align = sm._vector_align(x.element_size(), x.shape[1], dx.stride(0), y_in.stride(0), dy.stride(0))
+    sm._backward_stream(dx, y_in, dy, block_size, 4, programs_per_sm, 2,
+                        segment_blocks * block_size * 2 * x.element_size(), align)
+    expected = y_in.double() * (dy.double() - (y_in.double() * dy.double()).sum(-1, keepdim=True))
+    assert_grad(dx, expected, dtype)
+
+
+@pytest.mark.skipif(not INTERPRETING, reason="the grid arithmetic with the interpreter's 1 SM and no compile")
+def test_stream_segments_and_grid():
+    # 777 columns, 16-byte vectors of 8: a row spans up to 784 elements = 49 blocks of 16
+    assert sm._stream_segments(777, 2, 16, 2 * 16 * 2, 1, 8) == (25, 2)
+    assert sm._stream_segments(777, 2, 16, math.inf, 1, 8) == (1, 49)
+    # a row's segments run in one round: the grid is a multiple of n_segments, and >= 1 row
+    assert sm._persistent_programs(None, (), {}, 10**6, 25, 8, DEVICE) % 25 == 0
+    assert sm._persistent_programs(None, (), {}, 10**6, 25, 1, DEVICE) == 25
+    assert sm._persistent_programs(None, (), {}, 3, 1, 8, DEVICE) == 3
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("view", ["contiguous", "col_slice", "unaligned_base"])
+def test_tile_kernel(view, dtype):
+    # 1 warp x 1 vector per step: 8 (fp16) or 4 (fp32) columns a step, so ~100-200 steps a row
+    x = stream_views(dtype)[view]
+    y = torch.full(x.shape, 1234.5, dtype=dtype)
+    sm._forward_tile_online(y, x, 1, 1, 2, sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0)))
+    assert_softmax(y, x)
 
 
 # ---------------------------------------------------------------------------------------------

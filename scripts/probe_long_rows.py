@@ -1,0 +1,216 @@
+"""Probe: can long rows reach copy speed? Streamed two-pass kernels against today's dispatcher.
+
+Exploration for tuning SOFTMAX_PLANS, not evidence: it prints a table (and writes it as JSON to
+$OUT/probe_long_rows.json when OUT is set); run artifacts come only from build.py --run. Every
+variant is checked against float64 on every element first, then timed like build.py --run
+(CUDA-graph replays under triton.testing.do_bench, L2 flushed), beside a device-to-device copy
+of the same bytes in the same process. Usage on a CUDA machine:
+    python scripts/probe_long_rows.py [forward|backward|short ...]
+"""
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from kernellab.measure import (bench, capture_graph, check, softmax_grad_reference,  # noqa: E402
+                               softmax_reference, warm_up_gpu)
+from kernels import triton_softmax as sm  # noqa: E402
+
+ELEMENTS = 1 << 27  # per tensor, as in the bandwidth sweep: several times L2
+LONG_NS = [12800, 16384, 32768, 65536, 131072, 262144, 524288, 777777, 1048576]
+DTYPES = ["float16", "float32"]
+# (block bytes, warps, programs per SM, stages, segment bytes): dtype-neutral stream configs
+STREAM_CONFIGS = [
+    (8192, 4, 4, 4, 65536),
+    (16384, 8, 2, 3, 65536),
+    (16384, 8, 2, 4, 131072),
+    (8192, 8, 4, 3, float("inf")),
+    (16384, 16, 1, 4, 262144),
+    (8192, 4, 4, 3, 32768),
+    (4096, 4, 8, 4, 65536),
+]
+# (vectors per thread, warps, programs per SM) for the tile-online kernel
+TILE_CONFIGS = [(1, 32, 2), (1, 16, 4), (2, 8, 8), (2, 8, 4), (2, 16, 2), (2, 32, 1), (1, 8, 8), (4, 8, 2)]
+TILE_NS = [12800, 16384, 32768, 65536, 131072, 262144]
+BACKWARD_CONFIGS = [
+    (8192, 4, 4, 3, 65536),
+    (8192, 8, 2, 4, 131072),
+    (4096, 4, 6, 4, 65536),
+    (8192, 8, 3, 3, float("inf")),
+]
+BACKWARD_NS = [12800, 16384, 32768, 65536, 131072, 1048576]
+SHORT = [("float16", 1024), ("bfloat16", 1024), ("float32", 1024), ("float32", 2048), ("float32", 4096),
+         ("float32", 8192), ("float32", 16384)]
+SHORT_TILES = [(1, 2), (1, 4), (2, 4), (4, 4), (8, 8), (2, 8), (4, 8), (1, 8), (1, 16), (1, 32), (2, 16)]
+
+
+def timed(fn, *args) -> dict:
+    """Median and p20-p80 ms of fn(*args) as build.py --run times it."""
+    graph = capture_graph(fn, args)
+    t = bench(graph.replay if graph is not None else (lambda: fn(*args)))
+    return {"ms": t["median_ms"], "p20": t["p20_ms"], "p80": t["p80_ms"]}
+
+
+def stream_forward(config):
+    """A forward callable for one stream config."""
+    block_bytes, warps, progs, stages, segment = config
+
+    def run(x):
+        y = torch.empty_like(x)
+        align = sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0))
+        sm._forward_stream(y, x, block_bytes // x.element_size(), warps, progs, stages, segment, align)
+        return y
+    return run
+
+
+def tile_forward(config):
+    """A forward callable for one tile-online config."""
+    vectors, warps, progs = config
+
+    def run(x):
+        y = torch.empty_like(x)
+        align = sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0))
+        sm._forward_tile_online(y, x, vectors, warps, progs, align)
+        return y
+    return run
+
+
+def stream_backward(config):
+    """A backward callable for one stream config."""
+    block_bytes, warps, progs, stages, segment = config
+
+    def run(y, dy):
+        dx = torch.empty_like(y)
+        align = sm._vector_align(y.element_size(), y.shape[1], dx.stride(0), y.stride(0), dy.stride(0))
+        sm._backward_stream(dx, y, dy, block_bytes // y.element_size(), warps, progs, stages, segment, align)
+        return dx
+    return run
+
+
+def row(label, t, moved, copy_ms, passed=True) -> dict:
+    """One result line: time, GB/s and share of the copy measured beside it."""
+    return {"variant": label, "passed": passed, **t, "gbs": moved / t["ms"] / 1e6, "copy_share": copy_ms / t["ms"]}
+
+
+def forward_probe(out: list) -> None:
+    """Dispatcher and every stream config, per long N and dtype."""
+    for n in LONG_NS:
+        for dtype in DTYPES:
+            m = ELEMENTS // n
+            x = (torch.randn(m, n, device="cuda") * 2).to(getattr(torch, dtype))
+            moved = 2 * x.numel() * x.element_size()
+            ref, scale = softmax_reference(x)
+            y = torch.empty_like(x)
+            copy_ms = timed(lambda: y.copy_(x))["ms"]
+            lines = [row("copy", {"ms": copy_ms, "p20": None, "p80": None}, moved, copy_ms),
+                     row("dispatcher", timed(sm.softmax_forward, x), moved, copy_ms)]
+            for config in STREAM_CONFIGS:
+                fn = stream_forward(config)
+                try:
+                    passed = check(fn(x), ref, dtype, scale)["passed"]
+                    t = timed(fn, x) if passed else {"ms": float("inf"), "p20": None, "p80": None}
+                except Exception as exc:  # a config that cannot launch (resources) is reported, not fatal
+                    print(f"  {config}: {type(exc).__name__}: {exc}"[:300], flush=True)
+                    continue
+                lines.append(row(f"stream {config}", t, moved, copy_ms, passed))
+            report("forward", m, n, dtype, lines, out)
+            torch.cuda.empty_cache()
+
+
+def tile_probe(out: list) -> None:
+    """Dispatcher, the best stream config and every tile-online config, per N and dtype."""
+    for n in TILE_NS:
+        for dtype in DTYPES:
+            m = ELEMENTS // n
+            x = (torch.randn(m, n, device="cuda") * 2).to(getattr(torch, dtype))
+            moved = 2 * x.numel() * x.element_size()
+            ref, scale = softmax_reference(x)
+            lines = [row("dispatcher", timed(sm.softmax_forward, x), moved, 1.0)]
+            variants = [(f"stream {STREAM_CONFIGS[-1]}", stream_forward(STREAM_CONFIGS[-1]))]
+            variants += [(f"tile {c}", tile_forward(c)) for c in TILE_CONFIGS]
+            for label, fn in variants:
+                passed = check(fn(x), ref, dtype, scale)["passed"]
+                t = timed(fn, x) if passed else {"ms": float("inf"), "p20": None, "p80": None}
+                lines.append(row(label, t, moved, 1.0, passed))
+            report("tile", m, n, dtype, lines, out)
+
+
+def backward_probe(out: list) -> None:
+    """Dispatcher backward and the stream backward configs, per long N and dtype."""
+    for n in BACKWARD_NS:
+        for dtype in DTYPES:
+            m = ELEMENTS // n
+            x = (torch.randn(m, n, device="cuda") * 2).to(getattr(torch, dtype))
+            y = sm.softmax_forward(x)
+            dy = torch.randn_like(y)
+            moved = 3 * y.numel() * y.element_size()
+            ref, scale = softmax_grad_reference(y, dy)
+            dx = torch.empty_like(y)
+            add_ms = timed(lambda: torch.add(y, dy, out=dx))["ms"]
+            lines = [row("add", {"ms": add_ms, "p20": None, "p80": None}, moved, add_ms),
+                     row("dispatcher", timed(sm.softmax_backward, y, dy), moved, add_ms)]
+            for config in BACKWARD_CONFIGS:
+                fn = stream_backward(config)
+                passed = check(fn(y, dy), ref, dtype, scale)["passed"]
+                t = timed(fn, y, dy) if passed else {"ms": float("inf"), "p20": None, "p80": None}
+                lines.append(row(f"stream {config}", t, moved, add_ms, passed))
+            report("backward", m, n, dtype, lines, out)
+            torch.cuda.empty_cache()
+
+
+def short_probe(out: list) -> None:
+    """Rows-path tiles against torch.compile on the shapes where Inductor was ahead."""
+    import torch._dynamo
+
+    torch._dynamo.config.recompile_limit = 64
+    compiled = torch.compile(lambda t: torch.softmax(t, -1))
+    for dtype, n in SHORT:
+        m = ELEMENTS // n
+        x = (torch.randn(m, n, device="cuda") * 2).to(getattr(torch, dtype))
+        moved = 2 * x.numel() * x.element_size()
+        ref, scale = softmax_reference(x)
+        y = torch.empty_like(x)
+        copy_ms = timed(lambda: y.copy_(x))["ms"]
+        lines = [row("copy", {"ms": copy_ms, "p20": None, "p80": None}, moved, copy_ms),
+                 row("torch.compile", timed(compiled, x), moved, copy_ms),
+                 row("dispatcher", timed(sm.softmax_forward, x), moved, copy_ms)]
+        for rpp, warps in SHORT_TILES:
+            def run(t, rpp=rpp, warps=warps):
+                out_ = torch.empty_like(t)
+                sm._forward_rows(out_, t, rpp, warps, sm._vector_align(t.element_size(), n, t.stride(0), out_.stride(0)))
+                return out_
+            passed = check(run(x), ref, dtype, scale)["passed"]
+            lines.append(row(f"rows {rpp}x{warps}w", timed(run, x) if passed else {"ms": float("inf"), "p20": None,
+                                                                                    "p80": None}, moved, copy_ms, passed))
+        report("short", m, n, dtype, lines, out)
+
+
+def report(kind, m, n, dtype, lines, out) -> None:
+    """Print one shape's lines, best first, and keep them."""
+    print(f"{kind} {m}x{n} {dtype}:", flush=True)
+    for line in sorted(lines, key=lambda r: r["ms"]):
+        bad = "" if line["passed"] else "  WRONG"
+        print(f"  {line['gbs']:7.0f} GB/s {line['ms'] * 1e3:9.1f} us  {line['variant']}{bad}", flush=True)
+    out.append({"kind": kind, "rows": m, "cols": n, "dtype": dtype, "lines": lines})
+
+
+def main() -> None:
+    """Run the probes named on the command line (default: all) and save what they print."""
+    which = sys.argv[1:] or ["forward", "backward", "short"]
+    warm_up_gpu()
+    print(torch.cuda.get_device_name(), torch.__version__, flush=True)
+    out, start = [], time.time()
+    for name in which:
+        {"forward": forward_probe, "tile": tile_probe, "backward": backward_probe, "short": short_probe}[name](out)
+        print(f"-- {name} done at {time.time() - start:.0f} s", flush=True)
+    if os.environ.get("OUT"):
+        Path(os.environ["OUT"], "probe_long_rows.json").write_text(json.dumps(
+            {"device": torch.cuda.get_device_name(), "results": out}, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
