@@ -667,6 +667,9 @@ class Plan(NamedTuple):
 # Short rows (scripts/probe_rows_tiles.py, H200): 2 rows x 1 warp per program beat the 16x4 and
 # 8x4 tiles at 4096x256 (6.2 us against 7.6, torch 7.0) and 4096x512 (7.4 against ~8, torch 9.6):
 # these tiny tensors need more, smaller programs in flight, not more bytes per program.
+# N = 1024 (same probe, 131072 rows, H200): 1 row x 2 warps in fp32 (256.6 us) and 2 rows x 4
+# warps in 2-byte types (130.7 us) against the earlier 4 x 4 (263.5 / 134.2 us), where
+# torch.compile's kernel had been 2.5% ahead.
 # Long rows, measured on an H200 with scripts/probe_long_rows.py (notes/kernels.md, round 4):
 # - 2-byte rows of 16k-256k with >= 2 rows per SM: "tile". One running (max, sum) per 16-byte
 #   vector needs ~30 registers, so 64 warps fit an SM; at 65536 fp16 it moved 3,317 GB/s against
@@ -687,7 +690,8 @@ SOFTMAX_PLANS = (
     Plan("forward",       128,        0,  0, "rows",      32,     0,     4,    0),
     Plan("forward",       256,        0,  0, "rows",       2,     0,     1,    0),
     Plan("forward",       512,        0,  0, "rows",       2,     0,     1,    0),
-    Plan("forward",      1024,        0,  0, "rows",       4,     0,     4,    0),
+    Plan("forward",      1024,        0,  4, "rows",       1,     0,     2,    0),
+    Plan("forward",      1024,        0,  2, "rows",       2,     0,     4,    0),
     Plan("forward",      2048,        0,  0, "rows",       2,     0,     8,    0),
     Plan("forward",      4096,        0,  0, "rows",       1,     0,     8,    0),
     Plan("forward",      8192,        0,  0, "rows",       1,     0,    16,    0),

@@ -196,14 +196,14 @@ def test_exchange_grid_is_co_resident():
 
 def stream_views(dtype):
     """Inputs for the stream kernels with tiny blocks, so rows span many blocks and segments."""
-    base = make_input((5, 782), dtype)
+    base = make_input((5, 305), dtype)
     base[1, ::3] = float("-inf")  # masked entries: exactly 0
     base[2] = float("-inf")       # a fully masked row: NaN, as torch
     flat = base.reshape(-1)
     return {
-        "contiguous": base[:, :777].contiguous(),  # odd N: rows start mid-vector, masked edge blocks
-        "col_slice": base[:, 3:-2],                # row stride 782 != the output's: VEC = 1
-        "unaligned_base": flat[3:3 + 4 * 777].view(4, 777),
+        "contiguous": base[:, :299].contiguous(),  # odd N: rows start mid-vector, masked edge blocks
+        "col_slice": base[:, 3:-2],                # row stride 305 != the output's: VEC = 1
+        "unaligned_base": flat[3:3 + 4 * 299].view(4, 299),
     }
 
 
@@ -233,9 +233,9 @@ def test_stream_kernels(view, block_size, programs_per_sm, segment_blocks, dtype
 
 @pytest.mark.skipif(not INTERPRETING, reason="the grid arithmetic with the interpreter's 1 SM and no compile")
 def test_stream_segments_and_grid():
-    # 777 columns, 16-byte vectors of 8: a row spans up to 784 elements = 49 blocks of 16
-    assert sm._stream_segments(777, 2, 16, 2 * 16 * 2, 1, 8) == (25, 2)
-    assert sm._stream_segments(777, 2, 16, math.inf, 1, 8) == (1, 49)
+    # 299 columns, 16-byte vectors of 8: a row spans up to 306 elements = 20 blocks of 16
+    assert sm._stream_segments(299, 2, 16, 2 * 16 * 2, 1, 8) == (10, 2)
+    assert sm._stream_segments(299, 2, 16, math.inf, 1, 8) == (1, 20)
     # a row's segments run in one round: the grid is a multiple of n_segments, and >= 1 row
     assert sm._persistent_programs(None, (), {}, 10**6, 25, 8, DEVICE) % 25 == 0
     assert sm._persistent_programs(None, (), {}, 10**6, 25, 1, DEVICE) == 25
@@ -245,7 +245,7 @@ def test_stream_segments_and_grid():
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("view", ["contiguous", "col_slice", "unaligned_base"])
 def test_tile_kernel(view, dtype):
-    # 1 warp x 1 vector per step: 8 (fp16) or 4 (fp32) columns a step, so ~100-200 steps a row
+    # 1 warp x 1 vector per step: 256 (fp16) or 128 (fp32) columns a step, 2-3 steps a row
     x = stream_views(dtype)[view]
     y = torch.full(x.shape, 1234.5, dtype=dtype)
     sm._forward_tile_online(y, x, 1, 1, 2, sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0)))
