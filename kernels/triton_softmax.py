@@ -669,12 +669,16 @@ class Plan(NamedTuple):
 # these tiny tensors need more, smaller programs in flight, not more bytes per program.
 # N = 1024 (same probe, 131072 rows, H200): 1 row x 2 warps in fp32 (256.6 us) and 2 rows x 4
 # warps in 2-byte types (130.7 us) against the earlier 4 x 4 (263.5 / 134.2 us), where
-# torch.compile's kernel had been 2.5% ahead.
+# torch.compile's kernel had been 2.5% ahead; the sweep then measured a tie with it on both GPUs.
+# With few rows (4096 x 1024) the small programs cost the H100 2-5% (runs 20261121T235353Z,
+# 20261122T013627Z), so they start at 64 rows per SM.
 # Long rows, measured on an H200 with scripts/probe_long_rows.py (notes/kernels.md, round 4):
-# - 2-byte rows of 16k-256k with >= 2 rows per SM: "tile". One running (max, sum) per 16-byte
+# - 2-byte rows of 32k-256k with >= 2 rows per SM: "tile". One running (max, sum) per 16-byte
 #   vector needs ~30 registers, so 64 warps fit an SM; at 65536 fp16 it moved 3,317 GB/s against
-#   2,322 for the per-lane online kernel (50% of warps active) and 3,130 at 32768 against the
-#   32-warp whole-row kernel's 3,130 (1, 16, 4: 3,328).
+#   2,322 for the per-lane online kernel (50% of warps active); the sweeps then gave 78% of copy
+#   on the H200 (was 54%) and 87% on the H100 (was 68%). At 32768 it (1 x 16 warps x 4) beat the
+#   32-warp whole-row kernel on the H200 (79% against 74%) but lost on the H100 (87% against
+#   93%; runs 20261122T013138Z, 20261122T013627Z), so 32768 stays on the whole-row kernel.
 # - fp32 32k-128k: "exchange" (one HBM pass, 78-79% of copy at 65536; 92% on an H100); "tile"
 #   was within 4% of it, so the table keeps the path the H100 has measured.
 # - Longer rows, and any long row with too few rows for a persistent grid: "stream", 4-8 KB
@@ -690,13 +694,13 @@ SOFTMAX_PLANS = (
     Plan("forward",       128,        0,  0, "rows",      32,     0,     4,    0),
     Plan("forward",       256,        0,  0, "rows",       2,     0,     1,    0),
     Plan("forward",       512,        0,  0, "rows",       2,     0,     1,    0),
-    Plan("forward",      1024,        0,  4, "rows",       1,     0,     2,    0),
-    Plan("forward",      1024,        0,  2, "rows",       2,     0,     4,    0),
+    Plan("forward",      1024,       64,  4, "rows",       1,     0,     2,    0),
+    Plan("forward",      1024,       64,  2, "rows",       2,     0,     4,    0),
+    Plan("forward",      1024,        0,  0, "rows",       4,     0,     4,    0),
     Plan("forward",      2048,        0,  0, "rows",       2,     0,     8,    0),
     Plan("forward",      4096,        0,  0, "rows",       1,     0,     8,    0),
     Plan("forward",      8192,        0,  0, "rows",       1,     0,    16,    0),
     Plan("forward",     16384,        0,  0, "rows",       1,     0,    16,    0),
-    Plan("forward",     32768,        2,  2, "tile",       1,     0,    16,    4),
     Plan("forward",     32768,        0,  0, "rows",       1,     0,    32,    0),
     Plan("forward",     65536,        2,  2, "tile",       1,     0,    32,    2),
     Plan("forward",    262144,        2,  2, "tile",       2,     0,    32,    1),

@@ -91,7 +91,7 @@ def plan_cases(op, dtype):
         # the band starts past the largest smaller max_cols of an earlier row
         lower = max([int(p.max_cols) for p in plans[:i] if p.max_cols < plan.max_cols], default=0)
         if plan.path == "rows":  # several programs, the last one with rows past the end
-            n_rows = 2 * plan.rows_per_program + 1
+            n_rows = max(2 * plan.rows_per_program + 1, plan.min_rows_per_sm * sm_count + 1)
         else:  # enough rows for this row of the table and, for "online", more rows than programs
             n_rows = max(plan.min_rows_per_sm * sm_count + 1, 3)
         if plan.path in ("online", "stream"):  # stream: one row (few rows); online: 2 per SM
