@@ -176,6 +176,16 @@ def _await_row(slots_ptr, row, n_chunks, max_polls, CHUNKS_BLOCK: tl.constexpr):
 
 
 @triton.jit
+def _combine_partials(packed, in_row):
+    """(row max, 1 / row sum of exp(x - max)) from a row's published (max, sum) partials."""
+    partial_max, partial_sum = _unpack(packed)
+    partial_max = tl.where(in_row, partial_max, float("-inf"))
+    row_max = tl.max(partial_max, axis=0)
+    # all -inf parts add 0 * exp(-inf) = 0; a fully -inf row gives NaN, as in torch
+    return row_max, 1.0 / tl.sum(tl.where(in_row, partial_sum * tl.exp(partial_max - row_max), 0.0), axis=0)
+
+
+@triton.jit
 def _chunk_max_sum(x):
     """(max, sum of exp(x - max)) of a block; an all -inf block gives (-inf, 0), not NaN."""
     chunk_max = tl.max(x, axis=0)
@@ -215,11 +225,7 @@ def _exchange_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, out
                              other=-1, volatile=True)
             # re-read our chunk rather than keep it live across this loop: no spills
             x = _load_chunk(input_ptr, offsets, cols, n_cols, interior, float("-inf")).to(tl.float32)
-        partial_max, partial_sum = _unpack(packed)
-        partial_max = tl.where(in_row, partial_max, float("-inf"))
-        row_max = tl.max(partial_max, axis=0)
-        # all -inf chunks add 0 * exp(-inf) = 0; a fully -inf row gives NaN, as in torch
-        inv_row_sum = 1.0 / tl.sum(tl.where(in_row, partial_sum * tl.exp(partial_max - row_max), 0.0), axis=0)
+        row_max, inv_row_sum = _combine_partials(packed, in_row)
         y = (tl.exp(x - row_max) * inv_row_sum).to(output_ptr.dtype.element_ty)
         if VEC > 1:  # same row stride as the input (host-checked): same offsets, same alignment
             _store_chunk(output_ptr, offsets, cols, n_cols, interior, y)
@@ -482,11 +488,7 @@ def _stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, outpu
                         tl.atomic_xchg(slot, _pack(s_max, s_sum), sem="relaxed")
                 packed = tl.load(slots_ptr + row * n_segments + tl.arange(0, SEGMENTS_BLOCK), mask=in_row,
                                  other=-1, volatile=True)
-            partial_max, partial_sum = _unpack(packed)
-            partial_max = tl.where(in_row, partial_max, float("-inf"))
-            row_max = tl.max(partial_max, axis=0)
-            # all -inf segments add 0 * exp(-inf) = 0; a fully -inf row gives NaN, as in torch
-            inv_row_sum = 1.0 / tl.sum(tl.where(in_row, partial_sum * tl.exp(partial_max - row_max), 0.0), axis=0)
+            row_max, inv_row_sum = _combine_partials(packed, in_row)
         _segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, first_block,
                        end_block, row_max, inv_row_sum, BLOCK_SIZE, NUM_STAGES)
 

@@ -84,6 +84,16 @@ def tile_forward(config):
     return run
 
 
+def rows_forward(rows_per_program, warps):
+    """A forward callable for one whole-rows tile."""
+    def run(x):
+        y = torch.empty_like(x)
+        sm._forward_rows(y, x, rows_per_program, warps,
+                         sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0)))
+        return y
+    return run
+
+
 def stream_backward(config):
     """A backward callable for one stream config."""
     block_bytes, warps, progs, stages, segment = config
@@ -101,27 +111,38 @@ def row(label, t, moved, copy_ms, passed=True) -> dict:
     return {"variant": label, "passed": passed, **t, "gbs": moved / t["ms"] / 1e6, "copy_share": copy_ms / t["ms"]}
 
 
+def forward_input(n: int, dtype: str):
+    """(rows, x, bytes a forward moves, float64 reference, its scale) for 2^27 elements of N columns."""
+    m = ELEMENTS // n
+    x = (torch.randn(m, n, device="cuda") * 2).to(getattr(torch, dtype))
+    return (m, x, 2 * x.numel() * x.element_size(), *softmax_reference(x))
+
+
+def checked_and_timed(variants, args, ref, scale, dtype, moved, copy_ms) -> list:
+    """A result line per (label, fn): checked on every element first, timed only if correct."""
+    lines = []
+    for label, fn in variants:
+        try:
+            passed = check(fn(*args), ref, dtype, scale)["passed"]
+            t = timed(fn, *args) if passed else {"ms": float("inf"), "p20": None, "p80": None}
+        except Exception as exc:  # a config that cannot launch (resources) is reported, not fatal
+            print(f"  {label}: {type(exc).__name__}: {exc}"[:300], flush=True)
+            continue
+        lines.append(row(label, t, moved, copy_ms, passed))
+    return lines
+
+
 def forward_probe(out: list) -> None:
     """Dispatcher and every stream config, per long N and dtype."""
     for n in LONG_NS:
         for dtype in DTYPES:
-            m = ELEMENTS // n
-            x = (torch.randn(m, n, device="cuda") * 2).to(getattr(torch, dtype))
-            moved = 2 * x.numel() * x.element_size()
-            ref, scale = softmax_reference(x)
+            m, x, moved, ref, scale = forward_input(n, dtype)
             y = torch.empty_like(x)
             copy_ms = timed(lambda: y.copy_(x))["ms"]
             lines = [row("copy", {"ms": copy_ms, "p20": None, "p80": None}, moved, copy_ms),
                      row("dispatcher", timed(sm.softmax_forward, x), moved, copy_ms)]
-            for config in STREAM_CONFIGS:
-                fn = stream_forward(config)
-                try:
-                    passed = check(fn(x), ref, dtype, scale)["passed"]
-                    t = timed(fn, x) if passed else {"ms": float("inf"), "p20": None, "p80": None}
-                except Exception as exc:  # a config that cannot launch (resources) is reported, not fatal
-                    print(f"  {config}: {type(exc).__name__}: {exc}"[:300], flush=True)
-                    continue
-                lines.append(row(f"stream {config}", t, moved, copy_ms, passed))
+            variants = [(f"stream {c}", stream_forward(c)) for c in STREAM_CONFIGS]
+            lines += checked_and_timed(variants, (x,), ref, scale, dtype, moved, copy_ms)
             report("forward", m, n, dtype, lines, out)
             torch.cuda.empty_cache()
 
@@ -130,17 +151,11 @@ def tile_probe(out: list) -> None:
     """Dispatcher, the best stream config and every tile-online config, per N and dtype."""
     for n in TILE_NS:
         for dtype in DTYPES:
-            m = ELEMENTS // n
-            x = (torch.randn(m, n, device="cuda") * 2).to(getattr(torch, dtype))
-            moved = 2 * x.numel() * x.element_size()
-            ref, scale = softmax_reference(x)
+            m, x, moved, ref, scale = forward_input(n, dtype)
             lines = [row("dispatcher", timed(sm.softmax_forward, x), moved, 1.0)]
             variants = [(f"stream {STREAM_CONFIGS[-1]}", stream_forward(STREAM_CONFIGS[-1]))]
             variants += [(f"tile {c}", tile_forward(c)) for c in TILE_CONFIGS]
-            for label, fn in variants:
-                passed = check(fn(x), ref, dtype, scale)["passed"]
-                t = timed(fn, x) if passed else {"ms": float("inf"), "p20": None, "p80": None}
-                lines.append(row(label, t, moved, 1.0, passed))
+            lines += checked_and_timed(variants, (x,), ref, scale, dtype, moved, 1.0)
             report("tile", m, n, dtype, lines, out)
 
 
@@ -158,11 +173,8 @@ def backward_probe(out: list) -> None:
             add_ms = timed(lambda: torch.add(y, dy, out=dx))["ms"]
             lines = [row("add", {"ms": add_ms, "p20": None, "p80": None}, moved, add_ms),
                      row("dispatcher", timed(sm.softmax_backward, y, dy), moved, add_ms)]
-            for config in BACKWARD_CONFIGS:
-                fn = stream_backward(config)
-                passed = check(fn(y, dy), ref, dtype, scale)["passed"]
-                t = timed(fn, y, dy) if passed else {"ms": float("inf"), "p20": None, "p80": None}
-                lines.append(row(f"stream {config}", t, moved, add_ms, passed))
+            variants = [(f"stream {c}", stream_backward(c)) for c in BACKWARD_CONFIGS]
+            lines += checked_and_timed(variants, (y, dy), ref, scale, dtype, moved, add_ms)
             report("backward", m, n, dtype, lines, out)
             torch.cuda.empty_cache()
 
@@ -174,25 +186,15 @@ def short_probe(out: list) -> None:
     torch._dynamo.config.recompile_limit = 64
     compiled = torch.compile(lambda t: torch.softmax(t, -1))
     for dtype, n in SHORT:
-        m = ELEMENTS // n
-        x = (torch.randn(m, n, device="cuda") * 2).to(getattr(torch, dtype))
-        moved = 2 * x.numel() * x.element_size()
-        ref, scale = softmax_reference(x)
+        m, x, moved, ref, scale = forward_input(n, dtype)
         y = torch.empty_like(x)
         copy_ms = timed(lambda: y.copy_(x))["ms"]
         lines = [row("copy", {"ms": copy_ms, "p20": None, "p80": None}, moved, copy_ms),
                  row("torch.compile", timed(compiled, x), moved, copy_ms),
                  row("dispatcher", timed(sm.softmax_forward, x), moved, copy_ms)]
-        for rpp, warps in SHORT_TILES:
-            if rpp * triton_next_pow2(n) > 64 * 32 * warps:  # > 64 values a thread: spills, skip
-                continue
-            def run(t, rpp=rpp, warps=warps):
-                out_ = torch.empty_like(t)
-                sm._forward_rows(out_, t, rpp, warps, sm._vector_align(t.element_size(), n, t.stride(0), out_.stride(0)))
-                return out_
-            passed = check(run(x), ref, dtype, scale)["passed"]
-            lines.append(row(f"rows {rpp}x{warps}w", timed(run, x) if passed else {"ms": float("inf"), "p20": None,
-                                                                                    "p80": None}, moved, copy_ms, passed))
+        variants = [(f"rows {rpp}x{warps}w", rows_forward(rpp, warps)) for rpp, warps in SHORT_TILES
+                    if rpp * triton_next_pow2(n) <= 64 * 32 * warps]  # > 64 values a thread: spills, skip
+        lines += checked_and_timed(variants, (x,), ref, scale, dtype, moved, copy_ms)
         report("short", m, n, dtype, lines, out)
 
 
