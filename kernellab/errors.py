@@ -8,3 +8,7 @@ class BuildError(Exception):
         self.path = str(path)
         self.problem = problem
         super().__init__(f"{self.path}: {problem}")
+
+    def __reduce__(self):
+        """Pickle by path and problem, so that a worker process can raise it here."""
+        return BuildError, (self.path, self.problem)

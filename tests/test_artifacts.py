@@ -73,3 +73,63 @@ def test_validation_cache_never_hides_an_edit(tmp_path, monkeypatch):
     path.write_text(json.dumps(broken))
     with pytest.raises(BuildError, match="status: must be one of"):
         artifacts.load_artifact(path)
+
+
+def _mutations(value, where=()):
+    """(path, broken copy) pairs: every value of an artifact swapped for each wrong kind, every key
+    dropped, an unknown key added to every object."""
+    import copy
+
+    wrong = [None, True, 0, -1, 2.5, -0.5, float("nan"), "x", [], [1, "a"], {}, {"k": 1}]
+    if isinstance(value, dict):
+        yield where + ("+unknown",), dict(value, unknown_key=1)
+        for key, item in value.items():
+            yield where + ("-" + key,), {k: v for k, v in value.items() if k != key}
+            for bad in wrong:
+                yield where + (key, repr(bad)), dict(value, **{key: bad})
+            for path, broken in _mutations(item, where + (key,)):
+                yield path, dict(value, **{key: broken})
+    elif isinstance(value, list) and value:
+        for bad in wrong:
+            yield where + ("[0]", repr(bad)), [bad] + copy.deepcopy(value[1:])
+        yield where + ("[-1]", "-1"), value[:-1] + [-1]
+        for path, broken in _mutations(value[0], where + ("[0]",)):
+            yield path, [broken] + value[1:]
+
+
+def test_compiled_check_agrees_with_the_schema_walker_on_every_small_breakage():
+    run = artifact("r", winning_results()[:1])
+    run["results"][0]["timing"]["samples_ms"] = run["results"][0]["timing"]["samples_ms"][:3]
+    run["copy_bandwidth"]["timing"]["samples_ms"] = [1.0, 2.0]
+    run["results"][0]["compile"] = [{"kernel": "k", "n_regs": 32}]
+    run["results"][0]["profiling"] = {"tool": "ncu", "kernels": [{"kernel": "k"}]}
+    run["source"] = {"title": "t", "location": "l", "note": "n"}
+    check = artifacts.compile_check()
+    seen = 0
+    for path, broken in _mutations(run):
+        assert check(broken) == (artifacts.schema_errors(broken) == []), path
+        seen += 1
+    assert seen > 1000
+    assert check(run) and artifacts.schema_errors(run) == []
+
+
+def test_validate_gives_the_walkers_messages_and_accepts_what_it_accepts():
+    bad = artifact("r", winning_results())
+    bad["results"][0]["dtype"] = "float64"
+    bad["results"][1]["timing"]["samples_ms"][3] = True
+    with pytest.raises(BuildError) as err:
+        artifacts.validate(bad, "r.json")
+    assert str(err.value) == "r.json: invalid run artifact: " + "; ".join(artifacts.schema_errors(bad))
+    # A value json.loads never makes (a numpy float) is left to the walker, which accepts it.
+    numpy = pytest.importorskip("numpy")
+    odd = artifact("r", winning_results())
+    odd["results"][0]["timing"]["median_ms"] = numpy.float64(0.01)
+    assert not artifacts.compile_check()(odd)
+    assert artifacts.validate(odd, "r.json") is odd
+
+
+def test_a_worker_raises_the_same_build_error():
+    import pickle
+
+    exc = pickle.loads(pickle.dumps(BuildError("runs/x.json", "not valid JSON: oops")))
+    assert (exc.path, exc.problem, str(exc)) == ("runs/x.json", "not valid JSON: oops", "runs/x.json: not valid JSON: oops")
