@@ -8,6 +8,8 @@ from the intervals. Verdicts are per device, because the answer differs by GPU.
 import math
 from dataclasses import dataclass, field
 
+import numpy as np  # installed with matplotlib
+
 from kernellab import stats
 
 # Two-sided 97.5% for each median, so the ratio interval built from both covers >= 95%.
@@ -59,15 +61,45 @@ class Verdict:
         return (self.device, self.origin)
 
 
+def _memo(table: dict, obj, compute):
+    """compute(obj), remembered for this very object; holding it keeps its id from being reused.
+
+    Loaded artifacts are never changed, and a build asks the same questions of a run many times
+    (every page and plot of its experiment, and the runs before and after it).
+    """
+    hit = table.get(id(obj))
+    if hit is None or hit[0] is not obj:
+        hit = table[id(obj)] = (obj, compute(obj))
+    return hit[1]
+
+
+_SORTED: dict = {}
+_INDEXES: dict = {}
+_EXPERIMENTS: dict = {}
+
+
+def forget() -> None:
+    """Drop every memo, and with them the runs they hold: a caller that goes on (the tests) has no
+    use for them, and a process that ends need not free them one by one at exit."""
+    for table in (_SORTED, _INDEXES, _EXPERIMENTS, _JUDGED):
+        table.clear()
+
+
+def sorted_samples(samples: list) -> "np.ndarray":
+    """The samples in order, as a numpy array, sorted once per list however often they are judged
+    (numpy sorts a list of floats, conversion included, in half the time sorted() takes)."""
+    return _memo(_SORTED, samples, lambda samples: np.sort(np.asarray(samples, dtype=float)))
+
+
 def median_interval(samples: list) -> tuple:
     """Median of the samples with a distribution-free ~97.5% interval (order statistics)."""
-    ordered = sorted(samples)
+    ordered = sorted_samples(samples)
     n = len(ordered)
-    median = stats.median(ordered)
+    median = stats.median_of_sorted(ordered)
     half_width = MEDIAN_CI_Z * math.sqrt(n) / 2
     lo = max(0, math.floor(n / 2 - half_width) - 1)
     hi = min(n - 1, math.ceil(n / 2 + half_width))
-    return median, ordered[lo], ordered[hi]
+    return float(median), float(ordered[lo]), float(ordered[hi])
 
 
 def speedup_interval(baseline: dict, candidate: dict) -> tuple:
@@ -103,8 +135,9 @@ def is_suspect(result: dict, run: dict) -> str:
 
 
 def results_index(run: dict) -> dict:
-    """Results of a run keyed by (experiment, case, profile, dtype, pass)."""
-    return {(r["experiment"], r["case"], r["profile"], r["dtype"], r["pass"]): r for r in run["results"]}
+    """Results of a run keyed by (experiment, case, profile, dtype, pass) (built once per run)."""
+    return _memo(_INDEXES, run, lambda run: {
+        (r["experiment"], r["case"], r["profile"], r["dtype"], r["pass"]): r for r in run["results"]})
 
 
 def compare(experiment: dict, run: dict, case: str, dtype: str, index: dict) -> Comparison:
@@ -178,7 +211,12 @@ def _judge_run(experiment: dict, run: dict) -> Verdict:
 
 def runs_for(experiment: dict, runs: list) -> list:
     """The runs that hold results for this experiment, oldest first."""
-    return [r for r in runs if any(x["experiment"] == experiment["slug"] for x in r["results"])]
+    return [r for r in runs if experiment["slug"] in experiments_in(r)]
+
+
+def experiments_in(run: dict) -> frozenset:
+    """The experiments a run holds results for (found once per run)."""
+    return _memo(_EXPERIMENTS, run, lambda run: frozenset(r["experiment"] for r in run["results"]))
 
 
 def verdict_history(experiment: dict, runs: list) -> dict:
@@ -230,6 +268,8 @@ def regressions(experiment: dict, earlier: dict, later: dict) -> list:
             a, b = before.get(key), after.get(key)
             if not (a and b and a.get("timing") and b.get("timing")):
                 continue
-            if stats.significantly_slower(a["timing"]["samples_ms"], b["timing"]["samples_ms"]):
+            # In order already: the medians and ranks inside then cost a pass, not a sort.
+            if stats.significantly_slower(sorted_samples(a["timing"]["samples_ms"]),
+                                          sorted_samples(b["timing"]["samples_ms"])):
                 found.append(f"{case} {dtype}: {a['timing']['median_ms']:.4g} -> {b['timing']['median_ms']:.4g} ms")
     return found

@@ -93,3 +93,45 @@ def test_decision_problems_name_the_mismatch():
     assert "expects rejected" in msg and "makes it supported" in msg
     [(d, msg)] = judge.decision_problems([missing], verdicts)
     assert "no run of it exists" in msg
+
+
+def _rank_sum_p(a, b):
+    """Mann-Whitney's two-sided p-value from average ranks of the pooled samples, the textbook way."""
+    import math
+
+    pooled = sorted(a + b)
+    rank = {}
+    i = 0
+    while i < len(pooled):
+        j = i
+        while j < len(pooled) and pooled[j] == pooled[i]:
+            j += 1
+        rank[pooled[i]] = (i + 1 + j) / 2
+        i = j
+    n1, n2, n = len(a), len(b), len(a) + len(b)
+    u1 = sum(rank[x] for x in a) - n1 * (n1 + 1) / 2
+    ties = sum(pooled.count(v) ** 3 - pooled.count(v) for v in set(pooled))
+    variance = n1 * n2 / 12 * ((n + 1) - ties / (n * (n - 1)))
+    if variance <= 0:
+        return 1.0
+    z = (abs(u1 - n1 * n2 / 2) - 0.5) / math.sqrt(variance)
+    return math.erfc(max(z, 0.0) / math.sqrt(2))
+
+
+def test_mann_whitney_matches_the_rank_sum_formula_ties_included():
+    import random
+
+    from kernellab import stats
+
+    rng = random.Random(5)
+    for _ in range(300):
+        digits = rng.choice([1, 2, 6])  # few digits: many ties
+        a = [round(rng.uniform(0, 1), digits) for _ in range(rng.randint(1, 40))]
+        b = [round(rng.uniform(0, 1.2), digits) for _ in range(rng.randint(1, 40))]
+        assert stats.mann_whitney_p(a, b) == pytest.approx(_rank_sum_p(a, b), rel=1e-12, abs=1e-15)
+    assert stats.mann_whitney_p([1.0] * 5, [1.0] * 5) == 1.0
+
+
+def test_medians_and_intervals_come_back_as_plain_floats():
+    median, lo, hi = judge.median_interval([3, 1, 2, 5, 4])
+    assert (median, lo, hi) == (3.0, 1.0, 5.0) and all(type(v) is float for v in (median, lo, hi))
