@@ -1,24 +1,18 @@
-"""Plots as SVG (matplotlib), rendered with fixed metadata so the bytes are reproducible."""
+"""Plots as SVG (matplotlib), rendered with fixed metadata so the bytes are reproducible.
+
+A build draws scores of figures, and matplotlib spends a figure's time per artist, not per point:
+an Axes alone builds tick objects of five artists each and measures them again on every draw.
+So a Chart here is a Figure with one plotting area at a fixed place, drawn with a few
+figure-level artists: the points of a colour in one line, the grid of an axis in one path.
+"""
 import hashlib
 import io
+import math
 from pathlib import Path
 
 import importlib.metadata
 
 MATPLOTLIB_VERSION = importlib.metadata.version("matplotlib")
-# matplotlib 3.10 renamed boxplot's vert=False to orientation="horizontal".
-HORIZONTAL = ({"orientation": "horizontal"} if tuple(map(int, MATPLOTLIB_VERSION.split(".")[:2])) >= (3, 10)
-              else {"vert": False})
-
-
-def _pyplot():
-    """matplotlib.pyplot on the Agg backend, imported on first use: a warm build draws nothing."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot
-
-    return matplotlib.pyplot
 # Colour-blind-safe palette (Okabe-Ito), one colour per profile in a fixed order.
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"]
 STYLE = {
@@ -26,11 +20,14 @@ STYLE = {
     "svg.fonttype": "none",  # text stays text: smaller, crisp, searchable
     "font.family": "sans-serif",
     "font.size": 9,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "axes.grid": True,
-    "grid.alpha": 0.3,
 }
+GRID = {"color": "#b0b0b0", "linewidth": 0.8, "alpha": 0.3}
+BAR = {"color": "#444444", "linestyle": "--", "linewidth": 1}  # a claim's bar, a copy ceiling
+MEDIAN_COLOUR = "#ff7f0e"  # matplotlib's own box plots draw medians in this orange
+TICK, TICK_PAD, LABEL_PAD, TITLE_PAD = 3.5, 3.5, 4.0, 6.0  # points, as matplotlib spaces an axes
+LEGEND_FONTSIZE = 7
+MAX_RUN_TICKS = 12  # labelled runs on a trend plot; the history table beside it lists every run
+MARGIN = 0.05  # of the data's span, on each side, as matplotlib pads its limits
 
 
 # Where rendered plots are kept between builds, keyed by a hash of their inputs; None: no cache.
@@ -38,27 +35,25 @@ CACHE_DIR: Path | None = None
 _CODE_VERSION = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 
 
-def cached(plot, *args) -> bytes:
-    """plot(*args), reused from CACHE_DIR when the same inputs were plotted by the same code before.
-
-    Plots are pure functions of their inputs, so a rebuild only draws what changed: matplotlib
-    takes ~0.1 s a figure, which dominates a build otherwise.
-    """
+def cache_path(plot, *args) -> Path | None:
+    """Where plot(*args) is kept in CACHE_DIR, or None without a cache."""
     if CACHE_DIR is None:
-        return plot(*args)
+        return None
     key = hashlib.sha256(repr((plot.__name__, args, MATPLOTLIB_VERSION, _CODE_VERSION)).encode()).hexdigest()
-    path = CACHE_DIR / f"{key}.svg"
-    if path.exists():
-        return path.read_bytes()
-    svg = plot(*args)
-    CACHE_DIR.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{id(svg)}")
-    tmp.write_bytes(svg)
-    tmp.replace(path)  # atomic: a concurrent build never reads half a file
+    return CACHE_DIR / f"{key}.svg"
+
+
+def store(path: Path | None, svg: bytes) -> bytes:
+    """Keep a drawn plot at its cache path (if any) and return it."""
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{id(svg)}")
+        tmp.write_bytes(svg)
+        tmp.replace(path)  # atomic: a concurrent build never reads half a file
     return svg
 
 
-def _size_label(n, _pos=None) -> str:
+def _size_label(n) -> str:
     """Tick label for a row length: 1K, 64K, 1M (plain text: mathtext is slow to lay out)."""
     for unit, name in ((1 << 20, "M"), (1 << 10, "K")):
         if n >= unit and n % unit == 0:
@@ -66,12 +61,189 @@ def _size_label(n, _pos=None) -> str:
     return f"{n:g}"
 
 
+def _number_label(value: float) -> str:
+    """Tick label for a value: 0.25, 1.5, 2000 (ten significant digits hide float noise such as 0.30000000000000004)."""
+    return f"{value:.10g}"
+
+
+def _text_width(label: str, fontsize: float) -> float:
+    """About how wide a label is, in points: digits, the widest common characters, are 0.64 em."""
+    return 0.64 * fontsize * len(label)
+
+
+def padded(values, margin: float = MARGIN) -> tuple:
+    """(low, high) around the values with `margin` of their span on each side (or +-0.5 for one value)."""
+    low, high = min(values), max(values)
+    span = high - low
+    return (low - margin * span, high + margin * span) if span else (low - 0.5, high + 0.5)
+
+
+def value_ticks(low: float, high: float, count: int = 5) -> list:
+    """Round tick values inside [low, high], at most about `count` of them."""
+    from matplotlib import ticker
+
+    values = [float(v) for v in ticker.MaxNLocator(count).tick_values(low, high)]
+    return [v for v in values if low <= v <= high]
+
+
+def log2_ticks(low: float, high: float, count: int = 6) -> list:
+    """Powers of two inside [low, high], every k-th so that at most `count` remain."""
+    powers = [2 ** k for k in range(math.ceil(math.log2(low)), math.floor(math.log2(high)) + 1)]
+    return powers[::max(1, math.ceil(len(powers) / count))]
+
+
+def run_ticks(n_runs: int, limit: int = MAX_RUN_TICKS) -> list:
+    """At most `limit` evenly spaced run positions, counted back from the latest so it is always one."""
+    stride = max(1, math.ceil(n_runs / limit))
+    return list(range(n_runs - 1, -1, -stride))[::-1]
+
+
+def _polyline(pieces) -> tuple:
+    """(xs, ys) of many separate polylines joined by NaN, which breaks a line: one SVG path for all.
+
+    pieces: [[(x, y), ...], ...].
+    """
+    xs, ys = [], []
+    for piece in pieces:
+        if xs:
+            xs.append(math.nan)
+            ys.append(math.nan)
+        xs += [p[0] for p in piece]
+        ys += [p[1] for p in piece]
+    return xs, ys
+
+
 def to_svg(fig) -> bytes:
     """Serialise a figure as SVG with no date or tool metadata."""
     buf = io.BytesIO()
     fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
-    _pyplot().close(fig)
     return buf.getvalue()
+
+
+class Chart:
+    """A figure with one plotting area at a fixed place (no layout pass), drawn in data coordinates.
+
+    size: (width, height) in inches; area: (left, bottom, right, top) as fractions of the figure;
+    x_range, y_range: the data limits of the area. Only the left and bottom spines are drawn.
+    """
+
+    def __init__(self, size: tuple, area: tuple, x_range: tuple, y_range: tuple, *, log2_x: bool = False):
+        from matplotlib.figure import Figure
+        from matplotlib.scale import LogTransform
+        from matplotlib.transforms import Affine2D, Bbox, BboxTransform, IdentityTransform, TransformedBbox
+        from matplotlib.transforms import blended_transform_factory as blend
+
+        self.fig = Figure(figsize=size)
+        self.size, self.area = size, Bbox.from_extents(*area)
+        self.x_range, self.y_range = x_range, y_range
+        scaled = [math.log2(x) for x in x_range] if log2_x else list(x_range)
+        scale = blend(LogTransform(2) if log2_x else IdentityTransform(), IdentityTransform())
+        limits = Bbox.from_extents(scaled[0], y_range[0], scaled[1], y_range[1])
+        self.to_figure = scale + BboxTransform(limits, self.area)  # data to fractions of the figure
+        self.data = self.to_figure + self.fig.transFigure
+        self.clip = TransformedBbox(self.area, self.fig.transFigure)
+        self.points = Affine2D().scale(1 / 72) + self.fig.dpi_scale_trans  # from the figure's lower left corner
+        # Grid lines, and the spines with the tick marks, in fractions of the figure: one path each.
+        self.grid = []
+        self.ink = [[(area[0], area[3]), (area[0], area[1]), (area[2], area[1])]]
+
+    def line(self, xs, ys, *, clip: bool = True, transform=None, **style):
+        """A Line2D through (xs, ys), in data coordinates unless a transform is given."""
+        from matplotlib.lines import Line2D
+
+        line = Line2D(xs, ys, transform=transform or self.data, **style)
+        if clip:
+            line.set_clip_box(self.clip)
+        else:
+            line.set_clip_on(False)
+        self.fig.add_artist(line)
+        return line
+
+    def hline(self, y: float, **style) -> None:
+        """A line across the area at y."""
+        self.line(list(self.x_range), [y, y], **style)
+
+    def vlines(self, xs: list, **style) -> None:
+        """Lines from bottom to top of the area at each x, as one path."""
+        low, high = self.y_range
+        self.line(*_polyline([(x, low), (x, high)] for x in xs), **style)
+
+    def text(self, x: float, y: float, label: str, transform, **style) -> None:
+        """A Text on the figure."""
+        self.fig.text(x, y, label, transform=transform, **style)
+
+    def axis(self, which: str, positions: list, labels: list, *, rotation: float = 0, title: str = "") -> None:
+        """Grid lines, tick marks, tick labels and the title of the x or y axis; positions in data coordinates."""
+        from matplotlib.transforms import ScaledTranslation
+        from matplotlib.transforms import blended_transform_factory as blend
+
+        x = which == "x"
+        area, fontsize = self.area, STYLE["font.size"]
+        width, height = self.size
+        # Along the axis: data coordinates; across it: fractions of the figure, offsets in points.
+        along = blend(self.data, self.fig.transFigure) if x else blend(self.fig.transFigure, self.data)
+        if positions:
+            spots = self.to_figure.transform([(p, self.y_range[0]) if x else (self.x_range[0], p) for p in positions])
+            out = TICK / 72 / (height if x else width)  # the tick length as a fraction of the figure
+            for f in spots[:, 0 if x else 1].tolist():
+                self.grid.append([(f, area.y0), (f, area.y1)] if x else [(area.x0, f), (area.x1, f)])
+                self.ink.append([(f, area.y0), (f, area.y0 - out)] if x else [(area.x0, f), (area.x0 - out, f)])
+        pad = (TICK + TICK_PAD) / 72  # inches from the spine to a tick label
+        inches = self.fig.dpi_scale_trans
+        shifted = along + (ScaledTranslation(0, -pad, inches) if x else ScaledTranslation(-pad, 0, inches))
+        for position, label in zip(positions, labels):
+            self.text(position if x else area.x0, area.y0 if x else position, label, shifted, rotation=rotation,
+                      ha="center" if x and not rotation else "right", va="top" if x else "center")
+        if title and x:
+            depth = pad + (1.25 * fontsize + LABEL_PAD) / 72
+            self.text((area.x0 + area.x1) / 2, area.y0, title, self.fig.transFigure + ScaledTranslation(0, -depth, inches),
+                      ha="center", va="top")
+        elif title:
+            depth = pad + (max((_text_width(label, fontsize) for label in labels), default=0) + LABEL_PAD) / 72
+            self.text(area.x0, (area.y0 + area.y1) / 2, title, self.fig.transFigure + ScaledTranslation(-depth, 0, inches),
+                      ha="right", va="center", rotation=90)
+
+    def title(self, title: str) -> None:
+        """The title, centred over the area."""
+        from matplotlib.transforms import ScaledTranslation
+
+        area = self.area
+        self.text((area.x0 + area.x1) / 2, area.y1, title,
+                  self.fig.transFigure + ScaledTranslation(0, TITLE_PAD / 72, self.fig.dpi_scale_trans),
+                  ha="center", va="baseline", fontsize="large")
+
+    def legend(self, entries: list) -> None:
+        """A legend right of the area, at its top: a sample of each line, then its label.
+
+        entries: [(label, colour, linestyle, linewidth)]. Outside the area it hides none of the
+        lines it names; spaced as matplotlib spaces its own.
+        """
+        from matplotlib.collections import LineCollection
+
+        size, (width, height) = LEGEND_FONTSIZE, self.size
+        left = 72 * width * (self.area.x1 + 0.01 * self.area.width) + 0.4 * size
+        top = 72 * height * self.area.y1 - 0.4 * size
+        rows = [top - (i + 0.5) * 1.7 * size for i in range(len(entries))]  # a line of text and 0.5 em between
+        self.fig.add_artist(LineCollection([[(left, y), (left + 2 * size, y)] for y in rows], transform=self.points,
+                                           colors=[e[1] for e in entries], linestyles=[e[2] for e in entries],
+                                           linewidths=[e[3] for e in entries]))
+        for (label, *_), y in zip(entries, rows):
+            self.text(left + 2.8 * size, y, label, self.points, fontsize=size, va="center")
+
+    def svg(self) -> bytes:
+        """The figure as SVG, grid lines beneath the data and the spines above it."""
+        figure = self.fig.transFigure
+        if self.grid:
+            self.line(*_polyline(self.grid), transform=figure, clip=False, zorder=1, **GRID)
+        self.line(*_polyline(self.ink), transform=figure, clip=False, color="black", linewidth=0.8, zorder=2.5)
+        return to_svg(self.fig)
+
+
+def _style():
+    """The rc context every plot is drawn (and saved) in."""
+    import matplotlib
+
+    return matplotlib.rc_context(STYLE)
 
 
 def bandwidth_vs_n(series: dict, copy_gbs, title: str) -> bytes:
@@ -79,30 +251,32 @@ def bandwidth_vs_n(series: dict, copy_gbs, title: str) -> bytes:
 
     series: {profile: [(n_cols, gbs), ...]}
     """
-    plt = _pyplot()
-    from matplotlib import ticker
-
-    with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(7, 3.6))
-        # Fixed margins: one draw per figure (a layout engine or a tight bbox would draw twice).
-        # The legend sits right of the axes: inside, it hides the lines it names.
-        fig.subplots_adjust(left=0.09, right=0.7, bottom=0.13, top=0.92)
+    ns = [p[0] for points in series.values() for p in points]
+    log_low, log_high = padded([math.log2(n) for n in ns])
+    top = max([p[1] for points in series.values() for p in points] + [copy_gbs or 0]) * (1 + MARGIN) or 1
+    with _style():
+        chart = Chart((7, 3.6), (0.09, 0.13, 0.7, 0.92), (2 ** log_low, 2 ** log_high), (0, top), log2_x=True)
+        entries = []
         for i, (profile, points) in enumerate(series.items()):
             points = sorted(points)
-            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", markersize=3,
-                     color=PALETTE[i % len(PALETTE)], linestyle=("-", "--")[i // len(PALETTE) % 2],
-                     label=profile)
+            style = {"color": PALETTE[i % len(PALETTE)], "linestyle": ("-", "--")[i // len(PALETTE) % 2]}
+            chart.line([p[0] for p in points], [p[1] for p in points], marker="o", markersize=3, **style)
+            entries.append((profile, style["color"], style["linestyle"], 1.5))
         if copy_gbs:
-            ax.axhline(copy_gbs, color="#444444", linestyle="--", linewidth=1, label=f"copy ceiling {copy_gbs:,.0f} GB/s")
-        ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter(ticker.FuncFormatter(_size_label))
-        ax.xaxis.set_minor_locator(ticker.NullLocator())
-        ax.set_xlabel("row length N (columns)")
-        ax.set_ylabel("GB/s")
-        ax.set_ylim(bottom=0)
-        ax.set_title(title)
-        ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-        return to_svg(fig)
+            chart.hline(copy_gbs, **BAR)
+            entries.append((f"copy ceiling {copy_gbs:,.0f} GB/s", BAR["color"], BAR["linestyle"], BAR["linewidth"]))
+        xs = log2_ticks(2 ** log_low, 2 ** log_high)
+        chart.axis("x", xs, [_size_label(n) for n in xs], title="row length N (columns)")
+        ys = value_ticks(0, top)
+        chart.axis("y", ys, [_number_label(v) for v in ys], title="GB/s")
+        chart.title(title)
+        chart.legend(entries)
+        return chart.svg()
+
+
+def _verdict_colour(low: float, high: float, bar: float) -> str:
+    """Green when the interval clears the bar, vermilion when it lies below, orange when it crosses."""
+    return PALETTE[2] if low > bar else PALETTE[1] if high < bar else PALETTE[4]
 
 
 def speedup_intervals(rows: list, bar: float, title: str) -> bytes:
@@ -110,55 +284,125 @@ def speedup_intervals(rows: list, bar: float, title: str) -> bytes:
 
     rows: [(label, speedup, low, high), ...]
     """
-    plt = _pyplot()
-    with plt.rc_context(STYLE):
-        height = 0.9 + 0.3 * max(2, len(rows))
-        fig, ax = plt.subplots(figsize=(7, height))
-        fig.subplots_adjust(left=0.3, right=0.98, bottom=0.55 / height, top=1 - 0.3 / height)
-        ys = list(range(len(rows)))[::-1]
-        for y, (label, value, low, high) in zip(ys, rows):
-            colour = PALETTE[2] if low > bar else PALETTE[1] if high < bar else PALETTE[4]
-            ax.errorbar([value], [y], xerr=[[value - low], [high - value]], fmt="o", color=colour, capsize=3)
-        ax.axvline(bar, color="#444444", linestyle="--", linewidth=1)
-        ax.set_yticks(ys, [r[0] for r in rows])
-        ax.set_xlabel(f"speedup (baseline time / candidate time); dashed line: the bar, {bar:g}x")
-        ax.set_title(title)
-        return to_svg(fig)
+    height = 0.9 + 0.3 * max(2, len(rows))
+    ys = list(range(len(rows)))[::-1]
+    x_range = padded([v for r in rows for v in r[1:]] + [bar])
+    with _style():
+        chart = Chart((7, height), (0.3, 0.55 / height, 0.98, 1 - 0.3 / height), x_range,
+                      (-0.5 - MARGIN * len(rows), len(rows) - 0.5 + MARGIN * len(rows)))
+        by_colour = {}  # artists per colour, not per row
+        for y, (_label, value, low, high) in zip(ys, rows):
+            by_colour.setdefault(_verdict_colour(low, high, bar), []).append((y, value, low, high))
+        for colour, points in sorted(by_colour.items()):
+            # The intervals with a cap at each end, then the points.
+            chart.line(*_polyline([(p[2], p[0]), (p[3], p[0])] for p in points), color=colour, marker="|",
+                       markersize=6, markevery=[i for i in range(3 * len(points)) if i % 3 != 2])
+            chart.line([p[1] for p in points], [p[0] for p in points], color=colour, marker="o", linestyle="none")
+        chart.vlines([bar], **BAR)
+        chart.axis("y", ys, [r[0] for r in rows])
+        xs = value_ticks(*x_range)
+        chart.axis("x", xs, [_number_label(v) for v in xs],
+                   title=f"speedup (baseline time / candidate time); dashed line: the bar, {bar:g}x")
+        chart.title(title)
+        return chart.svg()
 
 
 def latency_distribution(groups: list, title: str) -> bytes:
-    """Box plot of timing samples, one box per (label, samples)."""
-    plt = _pyplot()
-    with plt.rc_context(STYLE):
-        height = 0.9 + 0.35 * max(2, len(groups))
-        fig, ax = plt.subplots(figsize=(7, height))
-        fig.subplots_adjust(left=0.36, right=0.98, bottom=0.55 / height, top=1 - 0.3 / height)
-        ax.boxplot([g[1] for g in groups], showfliers=False, widths=0.6, **HORIZONTAL)
-        ax.set_yticks(range(1, len(groups) + 1), [g[0] for g in groups])
-        ax.set_xlabel("latency per call, ms (box: quartiles; whiskers: 1.5 IQR; outliers hidden)")
-        ax.set_title(title)
-        return to_svg(fig)
+    """Box plot of timing samples, one box per (label, samples): box from the first to the third
+    quartile, median line, whiskers to the furthest sample within 1.5 IQR, outliers hidden."""
+    from matplotlib import cbook
+
+    height = 0.9 + 0.35 * max(2, len(groups))
+    boxes = cbook.boxplot_stats([g[1] for g in groups], whis=1.5)
+    x_range = padded([b[k] for b in boxes for k in ("whislo", "whishi")])
+    with _style():
+        chart = Chart((7, height), (0.36, 0.55 / height, 0.98, 1 - 0.3 / height), x_range, (0.5, len(groups) + 0.5))
+        ys = list(range(1, len(groups) + 1))
+        chart.line(*_polyline([(b["q1"], y - 0.3), (b["q3"], y - 0.3), (b["q3"], y + 0.3), (b["q1"], y + 0.3),
+                               (b["q1"], y - 0.3)] for b, y in zip(boxes, ys)), color="black", linewidth=1)
+        chart.line(*_polyline([(b["med"], y - 0.3), (b["med"], y + 0.3)] for b, y in zip(boxes, ys)),
+                   color=MEDIAN_COLOUR, linewidth=1)
+        whiskers = [piece for b, y in zip(boxes, ys) for piece in (
+            [(b["q1"], y), (b["whislo"], y)], [(b["q3"], y), (b["whishi"], y)],
+            [(b["whislo"], y - 0.15), (b["whislo"], y + 0.15)], [(b["whishi"], y - 0.15), (b["whishi"], y + 0.15)])]
+        chart.line(*_polyline(whiskers), color="black", linewidth=1)
+        chart.axis("y", ys, [g[0] for g in groups])
+        xs = value_ticks(*x_range)
+        chart.axis("x", xs, [_number_label(v) for v in xs],
+                   title="latency per call, ms (box: quartiles; whiskers: 1.5 IQR; outliers hidden)")
+        chart.title(title)
+        return chart.svg()
 
 
-def speedup_trend(series: dict, ticks: list, bar: float, title: str) -> bytes:
-    """Speedup across runs, one line per (case, dtype), with intervals and the claim's bar.
+def speedup_trend(series: dict, ticks: list, regressed: list, bar: float, title: str) -> bytes:
+    """Speedup across runs, one line per (case, dtype), with intervals, the claim's bar and a dotted
+    line at each run that regressed.
 
-    series: {label: [(run_index, speedup, low, high), ...]}
+    series: {label: [(run_index, speedup, low, high), ...]}; ticks: a label per run; regressed: run indices
     """
-    plt = _pyplot()
-    with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(7, 3.2))
-        fig.subplots_adjust(left=0.1, right=0.98, bottom=0.22, top=0.92)
+    named = len(series) <= len(PALETTE)  # past eight series the colours repeat and a legend names nothing
+    y_range = padded([v for points in series.values() for p in points for v in p[1:]] + [bar])
+    with _style():
+        chart = Chart((7, 3.2), (0.1, 0.22, 0.72 if named else 0.98, 0.92), (-0.5, len(ticks) - 0.5), y_range)
+        by_colour = {}  # two artists per colour, not per series
         for i, (label, points) in enumerate(sorted(series.items())):
-            xs = [p[0] for p in points]
-            ys = [p[1] for p in points]
-            err = [[p[1] - p[2] for p in points], [p[3] - p[1] for p in points]]
-            ax.errorbar(xs, ys, yerr=err, marker="o", markersize=3, capsize=2,
-                        color=PALETTE[i % len(PALETTE)], label=label)
-        ax.axhline(bar, color="#444444", linestyle="--", linewidth=1)
-        ax.set_xticks(range(len(ticks)), ticks, rotation=30, ha="right")
-        ax.set_ylabel("speedup")
-        ax.set_title(title)
-        if len(series) <= 8:
-            ax.legend(fontsize=7, frameon=False)
-        return to_svg(fig)
+            by_colour.setdefault(i % len(PALETTE), []).append(points)
+        # Each point is a cross: its interval and a short bar of about 4 points either side, drawn as
+        # one path; markers would be an SVG element each, hundreds on a long history.
+        half = min(0.4, 0.009 * len(ticks))
+        for colour, members in sorted(by_colour.items()):
+            chart.line(*_polyline([(p[0], p[1]) for p in points] for points in members), color=PALETTE[colour])
+            crosses = [piece for points in members for p in points
+                       for piece in ([(p[0], p[2]), (p[0], p[3])], [(p[0] - half, p[1]), (p[0] + half, p[1])])]
+            chart.line(*_polyline(crosses), color=PALETTE[colour], linewidth=1)
+        chart.hline(bar, **BAR)
+        if regressed:
+            chart.vlines(regressed, color=BAR["color"], linestyle=":", linewidth=1)
+        shown = run_ticks(len(ticks))
+        chart.axis("x", shown, [ticks[i] for i in shown], rotation=30)
+        ys = value_ticks(*y_range)
+        chart.axis("y", ys, [_number_label(v) for v in ys], title="speedup")
+        chart.title(title)
+        if named:
+            chart.legend([(label, PALETTE[i], "-", 1.5) for i, label in enumerate(sorted(series))])
+        return chart.svg()
+
+
+def draw(plot, args: tuple) -> bytes:
+    """plot(*args): the task a worker process runs."""
+    return plot(*args)
+
+
+def warm_up() -> None:
+    """Import matplotlib and draw one small figure, so that a worker's first plot costs what the others do."""
+    speedup_intervals([("warm-up", 1.0, 0.9, 1.1)], 1.0, "warm-up")
+
+
+class Plotter:
+    """Draws the plots a build asks for: from CACHE_DIR where it can, the rest here or, given a
+    parallel.Workers, in its processes while the pages render."""
+
+    def __init__(self, workers=None):
+        self.workers = workers
+        self.drawn = {}  # path -> SVG bytes
+        self.missing = []  # (path, cache path, plot, args) of plots to draw
+        self.future = None
+
+    def submit(self, jobs: dict) -> None:
+        """Ask for {path: (plot, args)}; with workers, the drawing starts now."""
+        for path, (plot, args) in jobs.items():
+            key = cache_path(plot, *args)
+            if key is not None and key.exists():
+                self.drawn[path] = key.read_bytes()
+            else:
+                self.missing.append((path, key, plot, args))
+        if self.workers is not None and self.missing:
+            self.future = self.workers.draw([(plot, args) for _, _, plot, args in self.missing])
+
+    def results(self) -> dict:
+        """{path: SVG bytes} of everything asked for; the plots drawn now are cached."""
+        svgs = self.future.result() if self.future else [draw(plot, args) for _, _, plot, args in self.missing]
+        for (path, key, _, _), svg in zip(self.missing, svgs):
+            self.drawn[path] = store(key, svg)
+        self.missing, self.future = [], None
+        return self.drawn

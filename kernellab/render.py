@@ -1,4 +1,5 @@
 """Turn loaded, judged content into site files: {relative path: bytes}. Nothing is written here."""
+import functools
 import html
 import re
 from pathlib import Path
@@ -118,8 +119,19 @@ def bandwidth_table(experiment: dict, run: dict, dtype: str) -> dict:
     return table
 
 
+def bandwidth_rows(table: dict, ns: list) -> list:
+    """[(n, [(n, gbs, copy_share) or None per profile])]: the bandwidth table by row length, looked up
+    here once rather than searched per cell in the template."""
+    by_n = {pid: {} for pid in table}
+    for pid, points in table.items():
+        for point in points:
+            by_n[pid].setdefault(point[0], point)
+    return [(n, [by_n[pid].get(n) for pid in table]) for n in ns]
+
+
 def group_plots(experiment: dict, run: dict, verdict, label: str, anchor: str) -> list:
-    """The plots of one device's headline run: {path, svg, alt, caption, kind, ...}."""
+    """The plots of one device's headline run: {path, job, alt, caption, kind, ...}; job is
+    (plot function, arguments), drawn later (see plots.Plotter)."""
     slug, out = experiment["slug"], []
     if len({c["cols"] for c in experiment["cases"]}) >= 3:
         copy = (judge.ceiling_for(run, experiment["claim"]["pass"])[1] or {}).get("gbs")
@@ -129,10 +141,10 @@ def group_plots(experiment: dict, run: dict, verdict, label: str, anchor: str) -
                 continue
             ns = sorted({p[0] for points in table.values() for p in points})
             out.append({
-                "kind": "bandwidth", "dtype": dtype, "table": table, "ns": ns, "copy_gbs": copy,
+                "kind": "bandwidth", "dtype": dtype, "table": table, "rows": bandwidth_rows(table, ns), "copy_gbs": copy,
                 "path": f"experiments/{slug}/{anchor}-bandwidth-{dtype}.svg",
-                "svg": plots.cached(plots.bandwidth_vs_n, {p: [(n, g) for n, g, _ in pts] for p, pts in table.items()},
-                                    copy, f"{label}, {dtype}"),
+                "job": (plots.bandwidth_vs_n, ({p: [(n, g) for n, g, _ in pts] for p, pts in table.items()},
+                                               copy, f"{label}, {dtype}")),
                 "alt": f"Line plot of GB/s against row length N for each profile in {dtype} on {label}, "
                        f"with the copy ceiling as a dashed line; the numbers are in the table beside it.",
                 "caption": f"Throughput against row length, {dtype}",
@@ -141,7 +153,7 @@ def group_plots(experiment: dict, run: dict, verdict, label: str, anchor: str) -
     if rows:
         out.append({
             "kind": "speedup", "path": f"experiments/{slug}/{anchor}-speedup.svg",
-            "svg": plots.cached(plots.speedup_intervals, rows, experiment["claim"]["min_speedup"], label),
+            "job": (plots.speedup_intervals, (rows, experiment["claim"]["min_speedup"], label)),
             "alt": f"Speedup of {experiment['claim']['candidate']} over {experiment['claim']['baseline']} per case and "
                    f"dtype on {label}, with confidence intervals and the bar; the numbers are in the claim table.",
             "caption": "Speedup per case and dtype, with its interval",
@@ -151,7 +163,7 @@ def group_plots(experiment: dict, run: dict, verdict, label: str, anchor: str) -
     if groups and len(experiment["cases"]) == 1:
         out.append({
             "kind": "latency", "path": f"experiments/{slug}/{anchor}-latency.svg",
-            "svg": plots.cached(plots.latency_distribution, groups, label),
+            "job": (plots.latency_distribution, (groups, label)),
             "alt": f"Box plots of the timing samples per profile and dtype on {label}; medians and p20-p80 are in the result cards.",
             "caption": "Latency distribution from the timing samples",
         })
@@ -176,12 +188,16 @@ def trend_plot(experiment: dict, rows: list, label: str, anchor: str) -> dict:
         for c in row["speedups"]:
             series.setdefault(f"{c.case} {c.dtype}", []).append((i, c.speedup, c.low, c.high))
     ticks = [f"{row['run']['git']['commit'][:7]}{' !' if row['regressions'] else ''}" for row in rows]
+    regressed = [i for i, row in enumerate(rows) if row["regressions"]]
+    labelled = len(plots.run_ticks(len(rows)))
     return {
         "kind": "trend", "path": f"experiments/{experiment['slug']}/{anchor}-trend.svg",
-        "svg": plots.cached(plots.speedup_trend, series, ticks, experiment["claim"]["min_speedup"], label),
-        "alt": f"Speedup per case and dtype across the {len(rows)} runs on {label}, oldest first; "
-               "the numbers are in the history table.",
-        "caption": "Speedup over time, one point per run (commit; '!' marks a regression)",
+        "job": (plots.speedup_trend, (series, ticks, regressed, experiment["claim"]["min_speedup"], label)),
+        "alt": f"Speedup per case and dtype across the {len(rows)} runs on {label}, oldest first, "
+               "with a dotted line at each run that regressed; the numbers are in the history table.",
+        "caption": "Speedup over time, one point per run (commit"
+                   + ("" if labelled == len(rows) else f" of {labelled} of them")
+                   + "; '!' and a dotted line mark a regression)",
     }
 
 
@@ -224,6 +240,15 @@ def compile_facts_of(profile_id: str, runs: list) -> list:
     return rows
 
 
+def fact_runs(runs: list) -> dict:
+    """{profile: the runs that recorded compile facts or counters for it, oldest first}, in one pass."""
+    found = {}
+    for run in runs:
+        for pid in sorted({r["profile"] for r in run["results"] if r.get("compile") or r.get("profiling")}):
+            found.setdefault(pid, []).append(run)
+    return found
+
+
 def kernel_fact_rows(result: dict) -> list:
     """One row per kernel a result launched: compile facts joined with ncu's counters by kernel name.
 
@@ -245,30 +270,38 @@ def result_rows(run: dict, experiments: dict, root: str) -> Markup:
     """The run page's results table body.
 
     Built here rather than in the template because it is the bulk of a large site (hundreds of
-    runs of a hundred results each) and Jinja costs ten times more per cell. Every value is escaped.
+    runs of a hundred results each) and Jinja costs ten times more per cell. Every string from the
+    artifact is escaped; numbers (the schema makes sure they are) are formatted, which needs none.
     """
-    e = html.escape
     rows = []
     for r in run["results"]:
-        exp = e(r["experiment"])
-        exp_cell = f'<a href="{e(root)}experiments/{exp}.html">{exp}</a>' if r["experiment"] in experiments else exp
-        status = e(r["status"] + (f": {r['error']}" if r["error"] else ""))
+        head = _row_head(root, r["experiment"] in experiments, r["experiment"], r["case"], tuple(r["shape"]),
+                         r["profile"], r["dtype"], r["pass"])
+        status = html.escape(r["status"] + (f": {r['error']}" if r["error"] else ""))
         err = (r.get("correctness") or {}).get("max_abs_err")
         t = r.get("timing")
         if t:
-            latency = e(fmt_ms(t["median_ms"]))
+            latency = fmt_ms(t["median_ms"])
             if t["p20_ms"] is not None and t["p80_ms"] is not None:
                 latency += f' <span class="spread">p20–p80 {t["p20_ms"]:.4g}–{t["p80_ms"]:.4g}</span>'
         elif "reported_speedup" in r:
-            latency = e(f"{r['reported_speedup']['value']}× vs {r['reported_speedup']['baseline']} (reported)")
+            latency = html.escape(f"{r['reported_speedup']['value']}× vs {r['reported_speedup']['baseline']} (reported)")
         else:
             latency = "n/a"
-        rows.append(
-            f"<tr><td>{exp_cell}</td><td>{e(r['case'])} <span class=\"meta\">{'×'.join(map(str, r['shape']))}</span></td>"
-            f"<td><code>{e(r['profile'])}</code></td><td>{e(r['dtype'])}</td><td>{e(r['pass'])}</td>"
-            f"<td>{status}</td><td>{'n/a' if err is None else f'{err:.3g}'}</td><td>{latency}</td>"
-            f"<td>{e(fmt_gbs(r['gbs']))}</td><td>{e(fmt_pct(r['copy_share']))}</td></tr>")
+        rows.append(f"<tr>{head}<td>{status}</td><td>{'n/a' if err is None else f'{err:.3g}'}</td><td>{latency}</td>"
+                    f"<td>{fmt_gbs(r['gbs'])}</td><td>{fmt_pct(r['copy_share'])}</td></tr>")
     return Markup("\n".join(rows))
+
+
+@functools.lru_cache(maxsize=4096)
+def _row_head(root: str, linked: bool, experiment: str, case: str, shape: tuple, profile: str, dtype: str,
+              pass_: str) -> str:
+    """The first five cells of a results row, escaped: the same few hundred recur across all runs."""
+    e = html.escape
+    exp = e(experiment)
+    exp_cell = f'<a href="{e(root)}experiments/{exp}.html">{exp}</a>' if linked else exp
+    return (f"<td>{exp_cell}</td><td>{e(case)} <span class=\"meta\">{'×'.join(map(str, shape))}</span></td>"
+            f"<td><code>{e(profile)}</code></td><td>{e(dtype)}</td><td>{e(pass_)}</td>")
 
 
 def page(env: Environment, template: str, root: str, **context) -> bytes:
@@ -276,8 +309,10 @@ def page(env: Environment, template: str, root: str, **context) -> bytes:
     return env.get_template(template).render(root=root, **context).encode("utf-8")
 
 
-def render_site(content: Content, problems: list) -> dict:
-    """All site files as {relative path: bytes}."""
+def render_site(content: Content, problems: list, plotter: plots.Plotter | None = None) -> dict:
+    """All site files as {relative path: bytes}; `plotter` draws the plots (in worker processes,
+    if it has them, while the pages render)."""
+    plotter = plotter or plots.Plotter()
     env = make_env()
     verdicts = judge.current_verdicts(content.experiments, content.runs)
     decisions = [dict(d, html=render_markdown(d["body"])) for d in content.decisions]
@@ -286,13 +321,12 @@ def render_site(content: Content, problems: list) -> dict:
         stale.setdefault(d["id"], []).append(message)
     files = {}
     exp_views = [experiment_view(e, content.runs, decisions) for e in content.experiments.values()]
+    plotter.submit({p["path"]: p["job"] for view in exp_views for group in view["groups"] for p in group["plots"]})
     files["index.html"] = page(env, "index.html", "", experiments=exp_views, decisions=decisions,
                                runs=content.runs, stale=stale, verdict_order=VERDICT_ORDER)
     for view in exp_views:
         files[f"experiments/{view['experiment']['slug']}.html"] = page(
             env, "experiment.html", "../", stale=stale, **view)
-        for group in view["groups"]:
-            files.update({p["path"]: p["svg"] for p in group["plots"]})
     for d in decisions:
         evidence = [(ref, verdicts.get(ref["experiment"], {}).get((ref["device"], ref["origin"])))
                     for ref in d["rests_on"]]
@@ -303,12 +337,14 @@ def render_site(content: Content, problems: list) -> dict:
         files[f"runs/{run['run_id']}.html"] = page(env, "run.html", "../", run=run,
                                                     experiments=content.experiments)
         files[f"runs/{run['run_id']}.json"] = Path(run["source_path"]).read_bytes()
+    with_facts = fact_runs(content.runs)
     for pid, profile in sorted(PROFILES.items()):
         files[f"kernels/{pid}.html"] = page(
             env, "kernel.html", "../", profile=profile, source=kernel_source(profile.forward),
             backward=kernel_source(profile.backward) if profile.backward else None,
-            facts=compile_facts_of(pid, content.runs),
+            facts=compile_facts_of(pid, with_facts.get(pid, [])),
             experiments=[e for e in content.experiments.values() if pid in e["profiles"]])
     files["schema/run-artifact.schema.json"] = SCHEMA_PATH.read_bytes()
     files["assets/style.css"] = (TEMPLATES / "style.css").read_bytes()
+    files.update(plotter.results())
     return files

@@ -18,11 +18,17 @@ def module_path(module: str) -> Path:
 
 def definition_lines(source: str, name: str) -> tuple:
     """(first, last) 1-based lines of a top-level def, decorators included, or None."""
+    return definitions(source).get(name)
+
+
+@functools.lru_cache(maxsize=16)
+def definitions(source: str) -> dict:
+    """{name: (first, last)} for every top-level def and class: one parse per module, not per profile."""
+    found = {}
     for node in ast.parse(source).body:
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == name:
-            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
-            return first, node.end_lineno
-    return None
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name not in found:
+            found[node.name] = (min([node.lineno] + [d.lineno for d in node.decorator_list]), node.end_lineno)
+    return found
 
 
 def _css_class(tok: tokenize.TokenInfo, previous: str) -> str:
@@ -81,16 +87,27 @@ def highlight_python(source: str) -> list:
     return ["".join(parts) for parts in out]
 
 
+def numbered(lines, first: int = 1) -> str:
+    """Highlighted lines as HTML, each after its line number, numbering from `first`.
+
+    Joined here rather than looped over in the template: a module is a thousand lines, shown on
+    every kernel page.
+    """
+    return "".join(f'<span class="ln">{i}</span>{line}\n' for i, line in enumerate(lines, first))
+
+
 @functools.cache
 def _module_listing(module: str) -> tuple:
-    """(text, highlighted lines) of a kernels module, computed once per build."""
+    """(text, highlighted lines, numbered HTML) of a kernels module, computed once per build."""
     text = module_path(module).read_text(encoding="utf-8")
-    return text, tuple(highlight_python(text))
+    lines = tuple(highlight_python(text))
+    return text, lines, numbered(lines)
 
 
 def kernel_source(target: str) -> dict:
     """The module source and the entry function's line range for "module:function"."""
     module, _, function = target.partition(":")
-    text, lines = _module_listing(module)
-    return {"path": f"{'/'.join(module.split('.'))}.py", "lines": lines,
-            "entry": definition_lines(text, function), "function": function}
+    text, lines, module_html = _module_listing(module)
+    entry = definition_lines(text, function)
+    return {"path": f"{'/'.join(module.split('.'))}.py", "lines": lines, "entry": entry, "function": function,
+            "entry_html": numbered(lines[entry[0] - 1:entry[1]], entry[0]) if entry else "", "module_html": module_html}

@@ -1,0 +1,33 @@
+"""Plots: the same inputs draw the same bytes, and a long history keeps its labels few."""
+import re
+
+from kernellab import plots
+
+
+def test_run_ticks_are_few_and_always_include_the_latest_run():
+    assert plots.run_ticks(5) == [0, 1, 2, 3, 4]
+    for n in (12, 13, 100, 1000):
+        ticks = plots.run_ticks(n)
+        assert len(ticks) <= plots.MAX_RUN_TICKS and ticks[-1] == n - 1 and ticks == sorted(set(ticks))
+
+
+def test_a_trend_of_many_runs_labels_a_dozen_and_marks_every_regression():
+    n = 200
+    series = {"case float16": [(i, 1.0 + i / n, 0.98 + i / n, 1.02 + i / n) for i in range(n)]}
+    ticks = [f"c{i:06d}{' !' if i % 50 == 7 else ''}" for i in range(n)]
+    svg = plots.speedup_trend(series, ticks, [i for i in range(n) if i % 50 == 7], 1.0, "GPU").decode()
+    labels = re.findall(r">c(\d{6})", svg)
+    assert 0 < len(labels) <= plots.MAX_RUN_TICKS and labels[-1] == f"{n - 1:06d}"
+    assert svg.count("stroke-dasharray") >= 2  # the bar (dashed) and the regressions (dotted)
+    assert svg == plots.speedup_trend(series, ticks, [i for i in range(n) if i % 50 == 7], 1.0, "GPU").decode()
+
+
+def test_every_plot_names_what_it_shows():
+    svg = plots.bandwidth_vs_n({"triton": [(1024, 900.0), (4096, 1500.0), (65536, 2000.0)],
+                                "torch": [(1024, 700.0), (4096, 1400.0), (65536, 1900.0)]}, 3000.0, "GPU, float16").decode()
+    for text in ("GPU, float16", "GB/s", "row length N (columns)", "triton", "torch", "copy ceiling 3,000 GB/s", "1K", "64K"):
+        assert f">{text}<" in svg, text
+    svg = plots.speedup_intervals([("a float16", 1.2, 1.1, 1.3), ("b float32", 0.9, 0.85, 0.95)], 1.05, "GPU").decode()
+    assert ">a float16<" in svg and ">b float32<" in svg and "the bar, 1.05x" in svg
+    svg = plots.latency_distribution([("torch float16", [0.01, 0.011, 0.012, 0.013, 0.02])], "GPU").decode()
+    assert ">torch float16<" in svg and "latency per call, ms" in svg
