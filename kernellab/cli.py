@@ -1,5 +1,7 @@
 """The command line behind build.py: run, check, build."""
 import argparse
+import contextlib
+import gc
 import io
 import subprocess
 import sys
@@ -7,7 +9,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from kernellab import judge
+from kernellab import judge, parallel
 from kernellab.artifacts import write_artifact
 from kernellab.compare import compare_runs, find_run
 from kernellab.content import DTYPES, load_content
@@ -117,34 +119,75 @@ def relative(path, root: Path) -> str:
 
 
 def use_caches(root: Path) -> None:
-    """Keep plots and artifact validations between builds, in ROOT/.cache (ignored by git)."""
-    from kernellab import artifacts, plots
+    """Keep plots, artifact validations and compiled templates between builds, in ROOT/.cache (ignored by git)."""
+    from kernellab import artifacts, plots, render
 
     artifacts.CACHE_DIR = root / ".cache" / "validated"
     plots.CACHE_DIR = root / ".cache" / "plots"
+    render.CACHE_DIR = root / ".cache" / "templates"
 
 
-def load_and_judge(root: Path):
+@contextlib.contextmanager
+def loading_heap():
+    """No garbage collection while loading, and what was loaded left out of later collections.
+
+    A build loads millions of objects that live until it ends and form no cycles; each full
+    collection would walk them all (half a second each time on 200 runs). main() unfreezes them.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
+
+
+def load_and_judge(root: Path, workers=None):
     """Load and validate everything, then check decisions against the current verdicts."""
     use_caches(root)
-    content = load_content(root)
+    with loading_heap():
+        content = load_content(root, workers)
     for d in content.decisions:
         d["source_path"] = relative(d["source_path"], root)
     verdicts = judge.current_verdicts(content.experiments, content.runs)
     return content, judge.decision_problems(content.decisions, verdicts)
 
 
+# A build of this many runs or more shares its work with a worker process: below it, forking
+# one (and importing matplotlib in it) costs more than it saves.
+PARALLEL_MIN_RUNS = 10
+
+
+def parallel_processes(root: Path) -> int:
+    """How many processes draw plots: one per CPU this process may use, or 0 to work alone."""
+    runs = list((root / "runs").glob("*.json")) if (root / "runs").is_dir() else []
+    if len(runs) < PARALLEL_MIN_RUNS or not parallel.can_fork() or parallel.usable_cpus() < 2:
+        return 0
+    return min(parallel.usable_cpus(), parallel.MAX_PROCESSES)
+
+
 def build(root: Path, out: Path) -> int:
     """Render the whole site, and swap it into out only if everything succeeded."""
-    content, problems = load_and_judge(root)
-    if problems:
-        for d, message in problems:
-            print(f"error: {d['source_path']}: {message}", file=sys.stderr)
-        print(f"build stopped: {len(problems)} decision(s) not supported by the evidence; "
-              f"{relative(out, root)}/ left as it was", file=sys.stderr)
-        return 1
+    from kernellab import plots
+
+    use_caches(root)
+    processes = parallel_processes(root)
+    # With no plot cache (a fresh clone) every plot is drawn: the worker imports matplotlib as soon
+    # as its share of the runs is loaded. Otherwise it waits to see if any plot is missing.
+    cold = not (plots.CACHE_DIR.is_dir() and any(plots.CACHE_DIR.iterdir()))
+    with parallel.Workers(processes, warm_up=cold) if processes else contextlib.nullcontext() as workers:
+        content, problems = load_and_judge(root, workers)
+        if problems:
+            for d, message in problems:
+                print(f"error: {d['source_path']}: {message}", file=sys.stderr)
+            print(f"build stopped: {len(problems)} decision(s) not supported by the evidence; "
+                  f"{relative(out, root)}/ left as it was", file=sys.stderr)
+            return 1
+        files = render_site(content, problems, plots.Plotter(workers))
     writer = SiteWriter()
-    for rel_path, data in render_site(content, problems).items():
+    for rel_path, data in files.items():
         writer.add(rel_path, data)
     writer.commit(out)
     print(f"built {len(writer.files)} files into {relative(out, root)}/ "
@@ -187,3 +230,6 @@ def main(argv=None) -> int:
     except BuildError as exc:
         print(f"error: {relative(exc.path, root) if exc.path.startswith('/') else exc.path}: {exc.problem}", file=sys.stderr)
         return 1
+    finally:
+        judge.forget()
+        gc.unfreeze()  # a caller that goes on (the tests) gets its garbage collected again

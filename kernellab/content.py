@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 
 from kernellab.artifacts import load_artifact
+from kernellab.parallel import load_runs
 from kernellab.errors import BuildError
 from kernels.profiles import PROFILES
 
@@ -192,8 +193,9 @@ def check_references(experiments: dict, decisions: list, runs: list) -> None:
                 raise BuildError(run["source_path"], f"result names unknown profile {r['profile']!r}")
 
 
-def load_content(root: Path) -> Content:
-    """Load site_src/ and runs/ under root, validating every file and every cross-reference."""
+def load_content(root: Path, workers=None) -> Content:
+    """Load site_src/ and runs/ under root, validating every file and every cross-reference; a
+    parallel.Workers, if given, loads half the runs."""
     root = Path(root)
     exp_dir, dec_dir, runs_dir = root / "site_src" / "experiments", root / "site_src" / "decisions", root / "runs"
     if not exp_dir.is_dir():
@@ -206,11 +208,10 @@ def load_content(root: Path) -> Content:
     ids = [d["id"] for d in decisions]
     if len(ids) != len(set(ids)):
         raise BuildError(dec_dir, "two decision records share an id")
-    runs = []
-    for path in _files(runs_dir, "*.json") if runs_dir.is_dir() else []:
-        run = load_artifact(path)
+    paths = _files(runs_dir, "*.json") if runs_dir.is_dir() else []
+    runs = load_runs(paths, load_artifact, workers)
+    for path, run in zip(paths, runs):
         run["source_path"] = str(path)
-        runs.append(run)
     runs.sort(key=lambda r: (r["started_utc"] or "", r["run_id"]))
     check_references(experiments, decisions, runs)
     return Content(experiments, sorted(decisions, key=lambda d: d["id"]), runs, root)

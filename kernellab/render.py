@@ -4,7 +4,7 @@ import html
 import re
 from pathlib import Path
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from jinja2 import Environment, FileSystemBytecodeCache, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
 from kernellab import judge, plots
@@ -50,8 +50,15 @@ def fmt_bytes(value) -> str:
     return f"{value / 2**30:.1f} GiB" if value >= 2**30 else f"{value / 2**20:.1f} MiB"
 
 
+# Where compiled templates are kept between builds (Jinja checks their source); None: no cache.
+CACHE_DIR: Path | None = None
+PAGE_TEMPLATES = ("index.html", "experiment.html", "decision.html", "run.html", "kernel.html")
+
+
 def make_env() -> Environment:
     """The Jinja2 environment: autoescaping everything, undefined names are errors."""
+    if CACHE_DIR is not None:
+        CACHE_DIR.mkdir(parents=True, exist_ok=True)
     env = Environment(
         loader=FileSystemLoader(str(TEMPLATES)),
         autoescape=select_autoescape(["html"]),
@@ -59,12 +66,22 @@ def make_env() -> Environment:
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
+        # Compiling the templates takes a fifth of a second; from the cache, a hundredth.
+        bytecode_cache=FileSystemBytecodeCache(str(CACHE_DIR)) if CACHE_DIR else None,
     )
     env.filters.update(ms=fmt_ms, gbs=fmt_gbs, pct=fmt_pct, x=fmt_x, bytes=fmt_bytes, slug=slugify,
                        markdown=lambda text: Markup(render_markdown(text)))
     env.globals.update(profiles=PROFILES, how_verdicts=judge.HOW_VERDICTS_ARE_REACHED, ceiling_for=judge.ceiling_for,
                        headline=headline, result_rows=result_rows, kernel_fact_rows=kernel_fact_rows)
     return env
+
+
+def compile_templates() -> None:
+    """Compile every page template into CACHE_DIR, for a build that has not yet come to its pages."""
+    if CACHE_DIR is not None:
+        env = make_env()
+        for name in PAGE_TEMPLATES:
+            env.get_template(name)
 
 
 def device_label(device: str, origin: str) -> str:

@@ -277,3 +277,73 @@ def test_compare_prints_ratios_and_significance(tmp_path, capsys):
     base16 = next(line for line in out.splitlines() if "torch-baseline | float16" in line)
     assert "same within noise" in base16
     assert build(root, "--compare", WIN["run_id"], "nope") == 1
+
+
+def bench_project(tmp_path: Path, n_runs: int = 12) -> Path:
+    """A project of synthetic runs (scripts/bench_build.py's) over three experiments, so that every
+    kind of plot is drawn: GB/s against N, speedup intervals, latency boxes and trends."""
+    import importlib.util
+    import random
+
+    from kernellab.content import load_experiment
+
+    spec = importlib.util.spec_from_file_location("bench_build", REPO / "scripts" / "bench_build.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    experiments = [load_experiment(p) for p in sorted((REPO / "site_src" / "experiments").glob("*.yaml"))]
+    size = lambda e: len(e["cases"]) * len(e["profiles"]) * len(e["dtypes"]) * len(e["passes"])  # noqa: E731
+    single = sorted((e for e in experiments if len(e["cases"]) == 1), key=size)
+    sweep = min((e for e in experiments if len({c["cols"] for c in e["cases"]}) >= 3), key=size)
+    chosen = [single[0], sweep, single[-1]]
+    rng = random.Random(0)
+    # Three experiments and two devices: run i is of experiment i % 3 on device i % 2, so each
+    # experiment has runs on both devices.
+    return make_project(tmp_path, [bench.synthetic_run(i, chosen, rng) for i in range(n_runs)], decisions={})
+
+
+def site_bytes(public: Path) -> dict:
+    """{relative path: bytes} of a built site."""
+    return {p.relative_to(public): p.read_bytes() for p in public.rglob("*") if p.is_file()}
+
+
+def test_a_parallel_build_is_byte_for_byte_a_serial_one(tmp_path, monkeypatch):
+    from kernellab import cli, parallel
+
+    if not parallel.can_fork():
+        pytest.skip("no fork here: builds are serial")
+    root = bench_project(tmp_path)
+    monkeypatch.setattr(parallel, "usable_cpus", lambda: 3)  # a worker and two plot processes
+    sites = {}
+    for name, min_runs in (("serial", 10**9), ("parallel", 1), ("parallel, plots cached", 1)):
+        monkeypatch.setattr(cli, "PARALLEL_MIN_RUNS", min_runs)
+        if name != "parallel, plots cached":
+            shutil.rmtree(root / ".cache", ignore_errors=True)
+        assert main(["--root", str(root), "--out", str(tmp_path / name)]) == 0
+        sites[name] = site_bytes(tmp_path / name)
+    kinds = {p.name.split("-")[-1].split(".")[0] for p in sites["serial"] if p.suffix == ".svg"}
+    assert {"speedup", "latency", "trend", "float16", "float32"} <= kinds, kinds
+    assert sites["parallel"] == sites["serial"]
+    assert sites["parallel, plots cached"] == sites["serial"]
+
+
+def test_a_parallel_build_reports_the_first_bad_file_and_leaves_public_alone(tmp_path, monkeypatch, capsys):
+    from kernellab import cli, parallel
+
+    if not parallel.can_fork():
+        pytest.skip("no fork here: builds are serial")
+    root = bench_project(tmp_path, n_runs=6)
+    monkeypatch.setattr(parallel, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(cli, "PARALLEL_MIN_RUNS", 1)
+    assert build(root) == 0
+    before = site_bytes(root / "public")
+    paths = sorted((root / "runs").glob("*.json"))
+    # The worker loads every other file: break one of its files and a later one of this process's.
+    paths[1].write_text("{not json")
+    paths[2].write_text(json.dumps({"schema_version": 1}))
+    assert build(root) == 1
+    err = capsys.readouterr().err
+    assert f"runs/{paths[1].name}: not valid JSON" in err and paths[2].name not in err
+    paths[1].write_text(json.dumps({"schema_version": 1}))
+    assert build(root) == 1
+    assert f"runs/{paths[1].name}: invalid run artifact" in capsys.readouterr().err
+    assert site_bytes(root / "public") == before
