@@ -12,8 +12,8 @@ from pathlib import Path
 import yaml
 
 from kernellab.artifacts import load_artifact
-from kernellab.parallel import load_runs
 from kernellab.errors import BuildError
+from kernellab.parallel import load_runs
 from kernels.profiles import PROFILES
 
 DTYPES = ("float16", "bfloat16", "float32")
