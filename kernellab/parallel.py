@@ -57,7 +57,7 @@ def warm_up() -> None:
 
     render.compile_templates()
     plots.warm_up()
-    gc.freeze()  # matplotlib's half a million objects live as long as the worker: collections can skip them
+    gc.freeze()  # matplotlib's objects (tens of thousands) live as long as the worker: collections skip them
 
 
 def draw_share(jobs: list) -> list:
