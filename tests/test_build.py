@@ -347,3 +347,17 @@ def test_a_parallel_build_reports_the_first_bad_file_and_leaves_public_alone(tmp
     assert build(root) == 1
     assert f"runs/{paths[1].name}: invalid run artifact" in capsys.readouterr().err
     assert site_bytes(root / "public") == before
+
+
+def test_imported_share_names_its_own_ceiling(tmp_path):
+    # An imported source that states a share of its copy bandwidth: the card names the copy
+    # ceiling of that run, not whichever device's section came before it on the page.
+    root = make_project(tmp_path, [WIN])
+    path = root / "runs" / "imported-a10g-seed-004.json"
+    imported = json.loads(path.read_text())
+    imported["results"][0]["copy_share"] = 0.55
+    path.write_text(json.dumps(imported))
+    assert build(root) == 0
+    page = read(root, "experiments/row-softmax-fusion.html")
+    a10g = text_of(page.split('id="nvidia-a10g-imported"', 1)[1])
+    assert "Share of copy bandwidth 55.0%" in a10g
