@@ -217,13 +217,13 @@ STREAM_CONFIGS = [(16, 2, 2), (32, 3, 1), (64, 1, math.inf)]
 @pytest.mark.parametrize("block_size,programs_per_sm,segment_blocks", STREAM_CONFIGS)
 def test_stream_kernels(view, block_size, programs_per_sm, segment_blocks, dtype):
     x = stream_views(dtype)[view]
-    y = torch.full(x.shape, 1234.5, dtype=dtype)
+    y = torch.full(x.shape, 1234.5, dtype=dtype, device=DEVICE)
     align = sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0))
     sm._forward_stream(y, x, block_size, 4, programs_per_sm, 2, segment_blocks * block_size * x.element_size(), align)
     assert_softmax(y, x)
     y_in = torch.softmax(x.double(), -1).nan_to_num(0.0).to(dtype)
     dy = make_input(x.shape, dtype, seed=1)
-    dx = torch.full(x.shape, 1234.5, dtype=dtype)
+    dx = torch.full(x.shape, 1234.5, dtype=dtype, device=DEVICE)
     align = sm._vector_align(x.element_size(), x.shape[1], dx.stride(0), y_in.stride(0), dy.stride(0))
     sm._backward_stream(dx, y_in, dy, block_size, 4, programs_per_sm, 2,
                         segment_blocks * block_size * 2 * x.element_size(), align)
@@ -247,7 +247,7 @@ def test_stream_segments_and_grid():
 def test_tile_kernel(view, dtype):
     # 1 warp x 1 vector per step: 256 (fp16) or 128 (fp32) columns a step, 2-3 steps a row
     x = stream_views(dtype)[view]
-    y = torch.full(x.shape, 1234.5, dtype=dtype)
+    y = torch.full(x.shape, 1234.5, dtype=dtype, device=DEVICE)
     sm._forward_tile_online(y, x, 1, 1, 2, sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0)))
     assert_softmax(y, x)
 
