@@ -44,6 +44,15 @@ import triton.language as tl
 
 
 @triton.jit
+def _program_rows(n_rows, n_cols, ROWS_PER_PROGRAM: tl.constexpr, BLOCK_SIZE: tl.constexpr):
+    """(row indices [R, 1] in int64, column indices [1, B], in-bounds mask [R, B]) of this program's rows."""
+    rows = tl.program_id(0) * ROWS_PER_PROGRAM + tl.arange(0, ROWS_PER_PROGRAM)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
+    return rows.to(tl.int64)[:, None], cols[None, :], mask
+
+
+@triton.jit
 def _rows_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
                      ROWS_PER_PROGRAM: tl.constexpr, BLOCK_SIZE: tl.constexpr, ALIGN: tl.constexpr,
                      LOAD_CACHE: tl.constexpr, STORE_CACHE: tl.constexpr):
@@ -51,18 +60,15 @@ def _rows_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride,
     n_cols = n_cols // ALIGN * ALIGN
     input_row_stride = input_row_stride // ALIGN * ALIGN
     output_row_stride = output_row_stride // ALIGN * ALIGN
-    rows = tl.program_id(0) * ROWS_PER_PROGRAM + tl.arange(0, ROWS_PER_PROGRAM)
-    cols = tl.arange(0, BLOCK_SIZE)
-    mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
-    rows64 = rows.to(tl.int64)[:, None]
+    rows64, cols, mask = _program_rows(n_rows, n_cols, ROWS_PER_PROGRAM, BLOCK_SIZE)
     # padding is -inf: it never wins the max and adds exp(-inf) = 0 to the sum
-    x = tl.load(input_ptr + rows64 * input_row_stride + cols[None, :], mask=mask,
+    x = tl.load(input_ptr + rows64 * input_row_stride + cols, mask=mask,
                 other=float("-inf"), cache_modifier=LOAD_CACHE).to(tl.float32)
     # a fully -inf row has max -inf, so x - max is NaN everywhere: torch's answer too
     numerator = tl.exp(x - tl.max(x, axis=1)[:, None])
     inv_denominator = 1.0 / tl.sum(numerator, axis=1)
     y = numerator * inv_denominator[:, None]
-    tl.store(output_ptr + rows64 * output_row_stride + cols[None, :],
+    tl.store(output_ptr + rows64 * output_row_stride + cols,
              y.to(output_ptr.dtype.element_ty), mask=mask, cache_modifier=STORE_CACHE)
 
 
@@ -243,16 +249,13 @@ def _rows_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, grad_input_row
     grad_input_row_stride = grad_input_row_stride // ALIGN * ALIGN
     output_row_stride = output_row_stride // ALIGN * ALIGN
     grad_output_row_stride = grad_output_row_stride // ALIGN * ALIGN
-    rows = tl.program_id(0) * ROWS_PER_PROGRAM + tl.arange(0, ROWS_PER_PROGRAM)
-    cols = tl.arange(0, BLOCK_SIZE)
-    mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
-    rows64 = rows.to(tl.int64)[:, None]
-    y = tl.load(output_ptr + rows64 * output_row_stride + cols[None, :], mask=mask,
+    rows64, cols, mask = _program_rows(n_rows, n_cols, ROWS_PER_PROGRAM, BLOCK_SIZE)
+    y = tl.load(output_ptr + rows64 * output_row_stride + cols, mask=mask,
                 other=0.0).to(tl.float32)
-    dy = tl.load(grad_output_ptr + rows64 * grad_output_row_stride + cols[None, :], mask=mask,
+    dy = tl.load(grad_output_ptr + rows64 * grad_output_row_stride + cols, mask=mask,
                  other=0.0).to(tl.float32)
     dx = y * (dy - tl.sum(y * dy, axis=1)[:, None])
-    tl.store(grad_input_ptr + rows64 * grad_input_row_stride + cols[None, :],
+    tl.store(grad_input_ptr + rows64 * grad_input_row_stride + cols,
              dx.to(grad_input_ptr.dtype.element_ty), mask=mask)
 
 
@@ -376,11 +379,18 @@ def _holds_last_block(first_block, end_block, n_blocks):
 
 
 @triton.jit
-def _edge_online(input_ptr, in_base, first_col, n_cols, block, lane_max, lane_sum, BLOCK_SIZE: tl.constexpr):
-    """_lane_online over one masked edge block of a row."""
+def _edge_block(first_col, n_cols, block, BLOCK_SIZE: tl.constexpr):
+    """(offsets from the row's aligned base, mask of the row's columns) of a row's edge block."""
     offsets = block * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     cols = first_col + offsets
-    x = tl.load(input_ptr + in_base + offsets, mask=(cols >= 0) & (cols < n_cols), other=float("-inf"))
+    return offsets, (cols >= 0) & (cols < n_cols)
+
+
+@triton.jit
+def _edge_online(input_ptr, in_base, first_col, n_cols, block, lane_max, lane_sum, BLOCK_SIZE: tl.constexpr):
+    """_lane_online over one masked edge block of a row."""
+    offsets, mask = _edge_block(first_col, n_cols, block, BLOCK_SIZE)
+    x = tl.load(input_ptr + in_base + offsets, mask=mask, other=float("-inf"))
     return _lane_online(lane_max, lane_sum, x.to(tl.float32))
 
 
@@ -388,9 +398,7 @@ def _edge_online(input_ptr, in_base, first_col, n_cols, block, lane_max, lane_su
 def _edge_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, block, row_max, inv_row_sum,
                 BLOCK_SIZE: tl.constexpr):
     """Softmax output of one masked edge block of a row."""
-    offsets = block * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    cols = first_col + offsets
-    mask = (cols >= 0) & (cols < n_cols)
+    offsets, mask = _edge_block(first_col, n_cols, block, BLOCK_SIZE)
     x = tl.load(input_ptr + in_base + offsets, mask=mask, other=float("-inf")).to(tl.float32)
     tl.store(output_ptr + out_base + offsets, (tl.exp(x - row_max) * inv_row_sum).to(output_ptr.dtype.element_ty),
              mask=mask)
@@ -516,9 +524,7 @@ def _segment_dot(output_ptr, grad_output_ptr, y_base, dy_base, first_col, n_cols
 @triton.jit
 def _edge_product(output_ptr, grad_output_ptr, y_base, dy_base, first_col, n_cols, block, BLOCK_SIZE: tl.constexpr):
     """y * dy over one masked edge block of a row (0 outside it)."""
-    offsets = block * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    cols = first_col + offsets
-    mask = (cols >= 0) & (cols < n_cols)
+    offsets, mask = _edge_block(first_col, n_cols, block, BLOCK_SIZE)
     y = tl.load(output_ptr + y_base + offsets, mask=mask, other=0.0).to(tl.float32)
     dy = tl.load(grad_output_ptr + dy_base + offsets, mask=mask, other=0.0).to(tl.float32)
     return y * dy
@@ -528,9 +534,7 @@ def _edge_product(output_ptr, grad_output_ptr, y_base, dy_base, first_col, n_col
 def _edge_grad(grad_input_ptr, output_ptr, grad_output_ptr, dx_base, y_base, dy_base, first_col, n_cols, block,
                row_dot, BLOCK_SIZE: tl.constexpr):
     """dx = y * (dy - row_dot) over one masked edge block of a row."""
-    offsets = block * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    cols = first_col + offsets
-    mask = (cols >= 0) & (cols < n_cols)
+    offsets, mask = _edge_block(first_col, n_cols, block, BLOCK_SIZE)
     y = tl.load(output_ptr + y_base + offsets, mask=mask, other=0.0).to(tl.float32)
     dy = tl.load(grad_output_ptr + dy_base + offsets, mask=mask, other=0.0).to(tl.float32)
     tl.store(grad_input_ptr + dx_base + offsets, (y * (dy - row_dot)).to(grad_input_ptr.dtype.element_ty), mask=mask)
