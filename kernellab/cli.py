@@ -14,7 +14,7 @@ from kernellab.artifacts import write_artifact
 from kernellab.compare import compare_runs, find_run
 from kernellab.content import DTYPES, load_content
 from kernellab.errors import BuildError
-from kernellab.render import render_site
+from kernellab.render import early_plots, render_files
 from kernellab.site import SiteWriter
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -144,15 +144,25 @@ def loading_heap():
             gc.enable()
 
 
-def load_and_judge(root: Path, workers=None):
-    """Load and validate everything, then check decisions against the current verdicts."""
+def load(root: Path, workers=None):
+    """Load and validate everything."""
     use_caches(root)
     with loading_heap():
         content = load_content(root, workers)
     for d in content.decisions:
         d["source_path"] = relative(d["source_path"], root)
-    verdicts = judge.current_verdicts(content.experiments, content.runs)
-    return content, judge.decision_problems(content.decisions, verdicts)
+    return content
+
+
+def decision_problems(content) -> list:
+    """[(decision, message)] of the decisions the current verdicts do not support."""
+    return judge.decision_problems(content.decisions, judge.current_verdicts(content.experiments, content.runs))
+
+
+def load_and_judge(root: Path, workers=None):
+    """Load and validate everything, then check decisions against the current verdicts."""
+    content = load(root, workers)
+    return content, decision_problems(content)
 
 
 # A build of this many runs or more shares its work with a worker process: below it, forking
@@ -178,25 +188,28 @@ def build(root: Path, out: Path) -> int:
     # as its share of the runs is loaded. Otherwise it waits to see if any plot is missing.
     cold = not (plots.CACHE_DIR.is_dir() and any(plots.CACHE_DIR.iterdir()))
     with parallel.Workers(processes, warm_up=cold) if processes else contextlib.nullcontext() as workers:
-        content, problems = load_and_judge(root, workers)
+        content = load(root, workers)
+        plotter = plots.Plotter(workers)
+        plotter.submit(early_plots(content))  # drawn by the worker while this process judges
+        problems = decision_problems(content)
         if problems:
             for d, message in problems:
                 print(f"error: {d['source_path']}: {message}", file=sys.stderr)
             print(f"build stopped: {len(problems)} decision(s) not supported by the evidence; "
                   f"{relative(out, root)}/ left as it was", file=sys.stderr)
             return 1
-        files = render_site(content, problems, plots.Plotter(workers))
-    writer = SiteWriter()
-    for rel_path, data in files.items():
-        writer.add(rel_path, data)
-    writer.commit(out)
+        with SiteWriter(out) as writer:
+            for rel_path, data in render_files(content, problems, plotter, fork=workers is not None):
+                writer.add(rel_path, data)
+            writer.commit()
     print(f"built {len(writer.files)} files into {relative(out, root)}/ "
           f"({len(content.experiments)} experiments, {len(content.decisions)} decisions, {len(content.runs)} runs)")
     return 0
 
 
-def main(argv=None) -> int:
-    """Entry point: returns the process exit code."""
+def main(argv=None, *, process_ends: bool = False) -> int:
+    """Entry point: returns the process exit code. process_ends: the caller exits right after, so
+    the memos are left for the exit to drop, not freed here one by one."""
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
     root = args.root.resolve()
@@ -231,5 +244,6 @@ def main(argv=None) -> int:
         print(f"error: {relative(exc.path, root) if exc.path.startswith('/') else exc.path}: {exc.problem}", file=sys.stderr)
         return 1
     finally:
-        judge.forget()
-        gc.unfreeze()  # a caller that goes on (the tests) gets its garbage collected again
+        if not process_ends:
+            judge.forget()
+            gc.unfreeze()  # a caller that goes on (the tests) gets its garbage collected again

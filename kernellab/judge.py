@@ -228,6 +228,14 @@ def verdict_history(experiment: dict, runs: list) -> dict:
     return dict(sorted(history.items()))
 
 
+def headline_runs(experiment: dict, runs: list) -> dict:
+    """{(device, origin): latest run} for one experiment, found without judging (see verdict_history)."""
+    latest = {}
+    for run in runs_for(experiment, runs):
+        latest[(run["environment"]["device"]["name"], run["origin"])] = run
+    return dict(sorted(latest.items()))
+
+
 def current_verdicts(experiments: dict, runs: list) -> dict:
     """{slug: {(device, origin): latest Verdict}}: the headline per device."""
     return {

@@ -14,6 +14,7 @@ import gc
 import marshal
 import multiprocessing
 import os
+import traceback
 from pathlib import Path
 
 from kernellab.errors import BuildError
@@ -50,7 +51,7 @@ def load_share(paths: list, load_artifact) -> tuple:
             gc.enable()
 
 
-def warm_up() -> None:
+def warm_worker() -> None:
     """Worker side: compile the page templates into their cache for this process to read, then
     import matplotlib and draw one figure, before the plots are asked for."""
     from kernellab import plots, render
@@ -67,23 +68,64 @@ def draw_share(jobs: list) -> list:
     return [plots.draw(plot, args) for plot, args in jobs]
 
 
-def draw_all(jobs: list, processes: int) -> list:
-    """Worker side: [SVG bytes] of [(plot, args)], drawn here and in processes - 1 helpers forked now.
+_HELPERS: list = []  # in the worker: its pool of helper processes, forked at its first drawing and kept
 
-    Forked after matplotlib is imported, the helpers start warm; each takes every n-th job, so
-    the costly kinds of plot spread evenly.
+
+def draw_all(jobs: list, processes: int) -> list:
+    """Worker side: [SVG bytes] of [(plot, args)], drawn here and in processes - 1 helpers.
+
+    Forked after matplotlib is imported, the helpers start warm, and they stay for the next
+    batch; each process takes every n-th job, so the costly kinds of plot spread evenly.
     """
     processes = max(1, min(processes, len(jobs)))
     if processes == 1:
         return draw_share(jobs)
+    if not _HELPERS:
+        _HELPERS.append(concurrent.futures.ProcessPoolExecutor(
+            processes - 1, mp_context=multiprocessing.get_context("fork")))
     shares = [jobs[i::processes] for i in range(processes)]
-    with concurrent.futures.ProcessPoolExecutor(processes - 1, mp_context=multiprocessing.get_context("fork")) as pool:
-        theirs = [pool.submit(draw_share, share) for share in shares[1:]]
-        drawn = [draw_share(shares[0])] + [future.result() for future in theirs]
+    theirs = [_HELPERS[0].submit(draw_share, share) for share in shares[1:]]
+    drawn = [draw_share(shares[0])] + [future.result() for future in theirs]
     out = [None] * len(jobs)
     for i, share in enumerate(drawn):
         out[i::processes] = share
     return out
+
+
+def stop_helpers() -> None:
+    """Worker side: let the helper processes go (a worker leaves none behind)."""
+    while _HELPERS:
+        _HELPERS.pop().shutdown(wait=True, cancel_futures=True)
+
+
+class Forked:
+    """task() run in a child forked now, which sees everything this process holds without a copy;
+    result() waits for its answer (marshal-able) or raises its error here."""
+
+    def __init__(self, task):
+        read_end, write_end = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:  # the child: answer through the pipe, then leave without cleaning up
+            os.close(read_end)
+            try:
+                answer = marshal.dumps((True, task()))
+            except BaseException:  # noqa: BLE001 - every failure goes back to the parent
+                answer = marshal.dumps((False, traceback.format_exc()))
+            with os.fdopen(write_end, "wb") as pipe:
+                pipe.write(answer)
+            os._exit(0)
+        os.close(write_end)
+        self.pipe = os.fdopen(read_end, "rb")
+
+    def result(self):
+        """The task's return value; its exception, as a RuntimeError with the child's traceback."""
+        with self.pipe:
+            data = self.pipe.read()
+        os.waitpid(self.pid, 0)
+        ok, answer = marshal.loads(data) if data else (False, "the forked process died without an answer")
+        if not ok:
+            raise RuntimeError(f"a forked part of the build failed:\n{answer}")
+        return answer
 
 
 class Workers:
@@ -91,25 +133,37 @@ class Workers:
 
     def __init__(self, processes: int, warm_up: bool):
         """processes: how many may draw plots at once, this worker and its helpers; warm_up: whether
-        the worker imports matplotlib once it has loaded its share (when plots will be drawn)."""
-        self.processes, self.warm_up = processes, warm_up
+        plots will be drawn, so the worker compiles the templates and imports matplotlib first."""
+        self.processes, self.futures = processes, []
         self.pool = concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
+        # Warming up before loading puts matplotlib's import (most of a second) off the path to
+        # the first plot; this process loads the larger share meanwhile.
+        self.share = WORKER_SHARE_AFTER_WARM_UP if warm_up else WORKER_SHARE
+        if warm_up:
+            self.pool.submit(warm_worker)
 
     def load(self, paths: list, load_artifact) -> concurrent.futures.Future:
         """Start loading these artifacts with load_artifact; the future holds load_share's answer."""
-        future = self.pool.submit(load_share, paths, load_artifact)
-        if self.warm_up:
-            self.pool.submit(warm_up)
-            self.warm_up = False
-        return future
+        return self._submit(load_share, paths, load_artifact)
 
     def draw(self, jobs: list) -> concurrent.futures.Future:
         """Start drawing [(plot, args)]; the future holds [SVG bytes] in the same order."""
-        return self.pool.submit(draw_all, jobs, self.processes)
+        return self._submit(draw_all, jobs, self.processes)
+
+    def _submit(self, fn, *args) -> concurrent.futures.Future:
+        """Queue fn(*args) in the worker, remembering it so that close() can drop it."""
+        self.futures.append(self.pool.submit(fn, *args))
+        return self.futures[-1]
 
     def close(self) -> None:
-        """Stop the worker, dropping what it has not started."""
-        self.pool.shutdown(wait=True, cancel_futures=True)
+        """Stop the worker and its helpers, dropping what they have not started."""
+        for future in self.futures:
+            future.cancel()
+        try:
+            self.pool.submit(stop_helpers).result()
+        except concurrent.futures.BrokenExecutor:
+            pass  # the worker is gone, and its helpers with it
+        self.pool.shutdown(wait=True)
 
     def __enter__(self):
         return self
@@ -119,8 +173,10 @@ class Workers:
 
 
 # Of the bytes to load, the worker's share. This process reads the worker's share back too, but
-# the worker has its own extra work (marshal, a fork): measured, half is as good as any.
+# the worker has its own extra work (marshal, a fork): measured, half is as good as any. After
+# warming up (0.8 s here), the worker has time left for less: a quarter evens the two out.
 WORKER_SHARE = 0.5
+WORKER_SHARE_AFTER_WARM_UP = 0.25
 
 
 def split_by_size(sizes: list, share: float = WORKER_SHARE) -> tuple:
@@ -145,7 +201,7 @@ def load_runs(paths: list, load_artifact, workers: Workers | None) -> list:
     """
     if workers is None or len(paths) < 2:
         return [load_artifact(path) for path in paths]
-    mine, theirs = split_by_size([Path(p).stat().st_size for p in paths])
+    mine, theirs = split_by_size([Path(p).stat().st_size for p in paths], workers.share)
     future = workers.load([paths[i] for i in theirs], load_artifact)
     loaded, my_error = {}, None
     for i in mine:

@@ -243,7 +243,38 @@ def _style():
     """The rc context every plot is drawn (and saved) in."""
     import matplotlib
 
+    _share_text_metrics()
     return matplotlib.rc_context(STYLE)
+
+
+_TEXT_METRICS: dict = {}  # (renderer class, text, font, ismath, dpi) -> (width, height, descent)
+
+
+def _share_text_metrics() -> None:
+    """Let every figure reuse the text sizes measured for the figures before it.
+
+    matplotlib keeps its cache of text sizes per renderer, and each savefig makes a new renderer,
+    so every figure measured its tick labels afresh with FreeType: a quarter of a cold build's
+    drawing time. The sizes depend only on the renderer's class, the text, the font and the dpi,
+    which key this cache. Done once per process; the bytes drawn are the same (a test compares).
+    """
+    import matplotlib.text
+
+    measure = getattr(matplotlib.text, "_get_text_metrics_with_cache", None)
+    if measure is None or getattr(measure, "shared", False):  # a matplotlib without it: nothing to share
+        return
+
+    def shared(renderer, text, fontprop, ismath, dpi):
+        """matplotlib's measure of one text, remembered across renderers."""
+        kind = type(getattr(renderer, "_renderer", renderer))  # savefig wraps the SVG renderer
+        key = (kind, text, fontprop.copy(), ismath, dpi)  # a copy: FontProperties is mutable
+        size = _TEXT_METRICS.get(key)
+        if size is None:
+            size = _TEXT_METRICS[key] = measure(renderer, text, fontprop, ismath, dpi)
+        return size
+
+    shared.shared, shared.__wrapped__ = True, measure
+    matplotlib.text._get_text_metrics_with_cache = shared
 
 
 def bandwidth_vs_n(series: dict, copy_gbs, title: str) -> bytes:
@@ -385,24 +416,30 @@ class Plotter:
     def __init__(self, workers=None):
         self.workers = workers
         self.drawn = {}  # path -> SVG bytes
-        self.missing = []  # (path, cache path, plot, args) of plots to draw
-        self.future = None
+        self.batches = []  # [([(path, cache path, plot, args)] to draw, future or None)]
+        self.asked = set()  # paths
 
     def submit(self, jobs: dict) -> None:
-        """Ask for {path: (plot, args)}; with workers, the drawing starts now."""
+        """Ask for {path: (plot, args)}; with workers, the drawing starts now. Asked again for a path,
+        it keeps the first job."""
+        missing = []
         for path, (plot, args) in jobs.items():
+            if path in self.asked:  # asked for early (see render.early_plots): the same plot
+                continue
+            self.asked.add(path)
             key = cache_path(plot, *args)
             if key is not None and key.exists():
                 self.drawn[path] = key.read_bytes()
             else:
-                self.missing.append((path, key, plot, args))
-        if self.workers is not None and self.missing:
-            self.future = self.workers.draw([(plot, args) for _, _, plot, args in self.missing])
+                missing.append((path, key, plot, args))
+        future = self.workers.draw([job[2:] for job in missing]) if self.workers is not None and missing else None
+        self.batches.append((missing, future))
 
     def results(self) -> dict:
         """{path: SVG bytes} of everything asked for; the plots drawn now are cached."""
-        svgs = self.future.result() if self.future else [draw(plot, args) for _, _, plot, args in self.missing]
-        for (path, key, _, _), svg in zip(self.missing, svgs):
-            self.drawn[path] = store(key, svg)
-        self.missing, self.future = [], None
+        for missing, future in self.batches:
+            svgs = future.result() if future else [draw(plot, args) for _, _, plot, args in missing]
+            for (path, key, _, _), svg in zip(missing, svgs):
+                self.drawn[path] = store(key, svg)
+        self.batches = []
         return self.drawn

@@ -7,7 +7,7 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemBytecodeCache, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
-from kernellab import judge, plots
+from kernellab import judge, parallel, plots
 from kernellab.artifacts import SCHEMA_PATH
 from kernellab.content import Content
 from kernellab.sanitize import render_markdown
@@ -149,6 +149,14 @@ def bandwidth_rows(table: dict, ns: list) -> list:
 def group_plots(experiment: dict, run: dict, verdict, label: str, anchor: str) -> list:
     """The plots of one device's headline run: {path, job, alt, caption, kind, ...}; job is
     (plot function, arguments), drawn later (see plots.Plotter)."""
+    figures = run_plots(experiment, run, label, anchor)
+    speedup = speedup_plot(experiment, verdict, label, anchor)
+    at = len(figures) - (figures[-1]["kind"] == "latency" if figures else 0)  # the speedup before the latency
+    return figures[:at] + speedup + figures[at:]
+
+
+def run_plots(experiment: dict, run: dict, label: str, anchor: str) -> list:
+    """The plots of a headline run that need no verdict: bandwidth against N, latency distribution."""
     slug, out = experiment["slug"], []
     if len({c["cols"] for c in experiment["cases"]}) >= 3:
         copy = (judge.ceiling_for(run, experiment["claim"]["pass"])[1] or {}).get("gbs")
@@ -166,15 +174,6 @@ def group_plots(experiment: dict, run: dict, verdict, label: str, anchor: str) -
                        f"with the copy ceiling as a dashed line; the numbers are in the table beside it.",
                 "caption": f"Throughput against row length, {dtype}",
             })
-    rows = [(f"{c.case} {c.dtype}", c.speedup, c.low, c.high) for c in verdict.comparisons if c.speedup is not None]
-    if rows:
-        out.append({
-            "kind": "speedup", "path": f"experiments/{slug}/{anchor}-speedup.svg",
-            "job": (plots.speedup_intervals, (rows, experiment["claim"]["min_speedup"], label)),
-            "alt": f"Speedup of {experiment['claim']['candidate']} over {experiment['claim']['baseline']} per case and "
-                   f"dtype on {label}, with confidence intervals and the bar; the numbers are in the claim table.",
-            "caption": "Speedup per case and dtype, with its interval",
-        })
     groups = [(f"{r['profile']} {r['dtype']}", r["timing"]["samples_ms"]) for r in run["results"]
               if r["experiment"] == slug and r["status"] == "ok" and r.get("timing") and r["timing"]["samples_ms"]]
     if groups and len(experiment["cases"]) == 1:
@@ -185,6 +184,30 @@ def group_plots(experiment: dict, run: dict, verdict, label: str, anchor: str) -
             "caption": "Latency distribution from the timing samples",
         })
     return out
+
+
+def speedup_plot(experiment: dict, verdict, label: str, anchor: str) -> list:
+    """The speedup per case and dtype of a verdict, with intervals: one plot, or none without speedups."""
+    rows = [(f"{c.case} {c.dtype}", c.speedup, c.low, c.high) for c in verdict.comparisons if c.speedup is not None]
+    if not rows:
+        return []
+    return [{
+        "kind": "speedup", "path": f"experiments/{experiment['slug']}/{anchor}-speedup.svg",
+        "job": (plots.speedup_intervals, (rows, experiment["claim"]["min_speedup"], label)),
+        "alt": f"Speedup of {experiment['claim']['candidate']} over {experiment['claim']['baseline']} per case and "
+               f"dtype on {label}, with confidence intervals and the bar; the numbers are in the claim table.",
+        "caption": "Speedup per case and dtype, with its interval",
+    }]
+
+
+def early_plots(content: Content) -> dict:
+    """{path: job} of the plots that need no verdict, for a build to start drawing before it judges."""
+    jobs = {}
+    for experiment in content.experiments.values():
+        for (device, origin), run in judge.headline_runs(experiment, content.runs).items():
+            label = device_label(device, origin)
+            jobs.update((p["path"], p["job"]) for p in run_plots(experiment, run, label, slugify(label)))
+    return jobs
 
 
 def history_rows(experiment: dict, history: list, runs_by_id: dict) -> list:
@@ -219,26 +242,35 @@ def trend_plot(experiment: dict, rows: list, label: str, anchor: str) -> dict:
 
 
 def experiment_view(experiment: dict, runs: list, decisions: list) -> dict:
-    """Everything the experiment page shows."""
+    """Everything the experiment page shows but its history (see add_history)."""
     groups = []
-    runs_by_id = {r["run_id"]: r for r in runs}
     for (device, origin), history in judge.verdict_history(experiment, runs).items():
         headline = history[-1]
         run = next(r for r in runs if r["run_id"] == headline.run_id)
         label, anchor = device_label(device, origin), slugify(device_label(device, origin))
-        rows = history_rows(experiment, history, runs_by_id)
-        figures = group_plots(experiment, run, headline, label, anchor)
-        if len(rows) > 1:
-            figures.append(trend_plot(experiment, rows, label, anchor))
         groups.append({
             "device": device, "origin": origin, "label": label, "anchor": anchor,
-            "verdict": headline, "run": run, "cards": result_cards(experiment, run), "history": rows,
-            "plots": figures,
+            "verdict": headline, "run": run, "cards": result_cards(experiment, run), "verdicts": history,
+            "plots": group_plots(experiment, run, headline, label, anchor),
         })
     # Measured evidence first, imported figures after it.
     groups.sort(key=lambda g: (g["origin"] != "measured", g["device"]))
     linked = [d for d in decisions if any(ref["experiment"] == experiment["slug"] for ref in d["rests_on"])]
     return {"experiment": experiment, "groups": groups, "decisions": linked}
+
+
+def add_history(view: dict, runs_by_id: dict) -> list:
+    """Add each device's run history (with regressions) to an experiment view; the trend plots it adds.
+
+    Apart from experiment_view because regressions take a while: the other plots can be drawing meanwhile.
+    """
+    added = []
+    for group in view["groups"]:
+        group["history"] = history_rows(view["experiment"], group["verdicts"], runs_by_id)
+        if len(group["history"]) > 1:
+            added.append(trend_plot(view["experiment"], group["history"], group["label"], group["anchor"]))
+            group["plots"].append(added[-1])
+    return added
 
 
 def compile_facts_of(profile_id: str, runs: list) -> list:
@@ -327,8 +359,15 @@ def page(env: Environment, template: str, root: str, **context) -> bytes:
 
 
 def render_site(content: Content, problems: list, plotter: plots.Plotter | None = None) -> dict:
-    """All site files as {relative path: bytes}; `plotter` draws the plots (in worker processes,
-    if it has them, while the pages render)."""
+    """All site files as {relative path: bytes} (see render_files)."""
+    return {path: data.read_bytes() if isinstance(data, Path) else data
+            for path, data in render_files(content, problems, plotter)}
+
+
+def render_files(content: Content, problems: list, plotter: plots.Plotter | None = None, fork: bool = False):
+    """Yield every site file as (relative path, bytes or the Path of a file to copy as it is), pages
+    first, then the plots, which `plotter` draws (in worker processes, if it has them, while the
+    pages render). fork: render the run pages in a forked process meanwhile."""
     plotter = plotter or plots.Plotter()
     env = make_env()
     verdicts = judge.current_verdicts(content.experiments, content.runs)
@@ -336,32 +375,37 @@ def render_site(content: Content, problems: list, plotter: plots.Plotter | None 
     stale = {}
     for d, message in problems:
         stale.setdefault(d["id"], []).append(message)
-    files = {}
     exp_views = [experiment_view(e, content.runs, decisions) for e in content.experiments.values()]
     plotter.submit({p["path"]: p["job"] for view in exp_views for group in view["groups"] for p in group["plots"]})
-    files["index.html"] = page(env, "index.html", "", experiments=exp_views, decisions=decisions,
-                               runs=content.runs, stale=stale, verdict_order=VERDICT_ORDER)
+    runs_by_id = {r["run_id"]: r for r in content.runs}
+    plotter.submit({p["path"]: p["job"] for view in exp_views for p in add_history(view, runs_by_id)})
+
+    def run_pages() -> list:
+        """[(path, bytes)] of the run pages: the bulk of a large site."""
+        return [(f"runs/{run['run_id']}.html", page(env, "run.html", "../", run=run, experiments=content.experiments))
+                for run in content.runs]
+
+    forked = parallel.Forked(run_pages) if fork else None
+    yield "index.html", page(env, "index.html", "", experiments=exp_views, decisions=decisions,
+                             runs=content.runs, stale=stale, verdict_order=VERDICT_ORDER)
     for view in exp_views:
-        files[f"experiments/{view['experiment']['slug']}.html"] = page(
-            env, "experiment.html", "../", stale=stale, **view)
+        yield f"experiments/{view['experiment']['slug']}.html", page(env, "experiment.html", "../", stale=stale, **view)
     for d in decisions:
         evidence = [(ref, verdicts.get(ref["experiment"], {}).get((ref["device"], ref["origin"])))
                     for ref in d["rests_on"]]
-        files[f"decisions/{d['slug']}.html"] = page(
+        yield f"decisions/{d['slug']}.html", page(
             env, "decision.html", "../", decision=d, evidence=evidence, experiments=content.experiments,
             decisions={x["id"]: x for x in decisions}, stale=stale.get(d["id"], []))
     for run in content.runs:
-        files[f"runs/{run['run_id']}.html"] = page(env, "run.html", "../", run=run,
-                                                    experiments=content.experiments)
-        files[f"runs/{run['run_id']}.json"] = Path(run["source_path"]).read_bytes()
+        yield f"runs/{run['run_id']}.json", Path(run["source_path"])
     with_facts = fact_runs(content.runs)
     for pid, profile in sorted(PROFILES.items()):
-        files[f"kernels/{pid}.html"] = page(
+        yield f"kernels/{pid}.html", page(
             env, "kernel.html", "../", profile=profile, source=kernel_source(profile.forward),
             backward=kernel_source(profile.backward) if profile.backward else None,
             facts=compile_facts_of(pid, with_facts.get(pid, [])),
             experiments=[e for e in content.experiments.values() if pid in e["profiles"]])
-    files["schema/run-artifact.schema.json"] = SCHEMA_PATH.read_bytes()
-    files["assets/style.css"] = (TEMPLATES / "style.css").read_bytes()
-    files.update(plotter.results())
-    return files
+    yield "schema/run-artifact.schema.json", SCHEMA_PATH.read_bytes()
+    yield "assets/style.css", (TEMPLATES / "style.css").read_bytes()
+    yield from forked.result() if forked else run_pages()
+    yield from plotter.results().items()

@@ -6,7 +6,6 @@ samples, then times `build.py` on them twice, as a user runs it: cold (no .cache
 clone: every artifact validated, every plot drawn) and warm (both reused, as in a rebuild).
 --keep leaves the project in /tmp/bench-root for profiling.
 """
-import json
 import random
 import shutil
 import subprocess
@@ -18,6 +17,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from kernellab.artifacts import dumps  # noqa: E402
 from kernellab.content import load_experiment  # noqa: E402
 from kernellab.measure import BYTES_PER_ELEMENT, TENSORS_MOVED, timing_stats  # noqa: E402
 
@@ -74,7 +74,7 @@ def main(n: int) -> None:
         experiments = [load_experiment(p) for p in sorted((root / "site_src" / "experiments").glob("*.yaml"))]
         for i in range(n):
             run = synthetic_run(i, experiments, rng)
-            (root / "runs" / f"{run['run_id']}.json").write_text(json.dumps(run))
+            (root / "runs" / f"{run['run_id']}.json").write_text(dumps(run))  # as build.py --run writes them
         for d in (root / "site_src" / "decisions").glob("*.md"):
             d.unlink()  # the real decisions name real devices
         size = sum(p.stat().st_size for p in (root / "runs").iterdir()) / 2**20

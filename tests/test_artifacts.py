@@ -1,5 +1,6 @@
 """Artifact schema: validation messages, migration step by step, refusal of unknown versions."""
 import json
+import math
 
 import pytest
 
@@ -133,3 +134,37 @@ def test_a_worker_raises_the_same_build_error():
 
     exc = pickle.loads(pickle.dumps(BuildError("runs/x.json", "not valid JSON: oops")))
     assert (exc.path, exc.problem, str(exc)) == ("runs/x.json", "not valid JSON: oops", "runs/x.json: not valid JSON: oops")
+
+
+def test_orjson_and_json_read_every_committed_artifact_alike():
+    if artifacts.orjson is None:
+        pytest.skip("orjson is not installed")
+    for path in sorted((REPO / "runs").glob("*.json")):
+        raw = path.read_bytes()
+        assert artifacts.parse_json(raw) == json.loads(raw), path.name
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_an_integer_past_64_bits_is_read_as_json_reads_it_cold_and_warm(tmp_path, monkeypatch, fast):
+    """orjson reads 2**64 as a float, which fails the schema's integer; json keeps it whole, and the
+    build must not depend on which of the two is installed, nor on the validation cache."""
+    if not fast:
+        monkeypatch.setattr(artifacts, "orjson", None)
+    monkeypatch.setattr(artifacts, "CACHE_DIR", tmp_path / "cache")
+    run = artifact("20260101T000000Z-big", winning_results())
+    run["results"][0]["bytes_moved"] = 2**64
+    path = tmp_path / f"{run['run_id']}.json"
+    path.write_text(json.dumps(run))
+    cold = artifacts.load_artifact(path)
+    warm = artifacts.load_artifact(path)  # from the cache's marker
+    assert cold == warm == json.loads(path.read_text())
+    assert type(cold["results"][0]["bytes_moved"]) is int and type(warm["results"][0]["bytes_moved"]) is int
+
+
+def test_files_orjson_refuses_go_to_json_for_the_same_value_or_message(tmp_path):
+    assert math.isnan(artifacts.parse_json(b'{"a": NaN}')["a"])
+    assert artifacts.parse_json(b"[1e400]") == [float("inf")]
+    bad = tmp_path / "20260101T000000Z-bad.json"
+    bad.write_bytes(b'{"schema_version": 1,')
+    with pytest.raises(BuildError, match="not valid JSON: Expecting property name"):
+        artifacts.load_artifact(bad)

@@ -185,13 +185,31 @@ def test_template_variables_are_escaped(tmp_path):
     assert "<b onmouseover" not in page and "&lt;b onmouseover=x&gt;Row&lt;/b&gt;" in page
 
 
-def test_writer_refuses_a_path_twice_and_paths_outside():
-    w = SiteWriter()
-    w.add("index.html", b"a")
-    with pytest.raises(ValueError, match="twice"):
-        w.add("index.html", b"b")
-    with pytest.raises(ValueError, match="outside"):
-        w.add("../x.html", b"c")
+def test_writer_refuses_a_path_twice_and_paths_outside(tmp_path):
+    with SiteWriter(tmp_path / "public") as w:
+        w.add("index.html", b"a")
+        with pytest.raises(ValueError, match="twice"):
+            w.add("index.html", b"b")
+        with pytest.raises(ValueError, match="outside"):
+            w.add("../x.html", b"c")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # never committed: nothing left behind
+
+
+def test_writer_swaps_the_site_in_whole_or_not_at_all(tmp_path):
+    out = tmp_path / "public"
+    out.mkdir()
+    (out / "old.html").write_text("old")
+    with pytest.raises(RuntimeError):
+        with SiteWriter(out) as w:
+            w.add("index.html", b"new")
+            raise RuntimeError("the build failed half way")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["public"] and (out / "old.html").read_text() == "old"
+    with SiteWriter(out) as w:
+        w.add("index.html", b"new")
+        w.add("a/b.svg", b"<svg/>")
+        w.commit()
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == ["a", "a/b.svg", "index.html"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["public"]
 
 
 def test_run_without_gpu_fails_clearly_and_writes_nothing(tmp_path):
@@ -361,3 +379,14 @@ def test_imported_share_names_its_own_ceiling(tmp_path):
     page = read(root, "experiments/row-softmax-fusion.html")
     a10g = text_of(page.split('id="nvidia-a10g-imported"', 1)[1])
     assert "Share of copy bandwidth 55.0%" in a10g
+
+
+def test_forked_work_comes_back_with_its_result_or_its_error():
+    from kernellab import parallel
+
+    if not parallel.can_fork():
+        pytest.skip("no fork here")
+    held = {"pages": ["a", "b"]}  # seen by the child without being sent
+    assert parallel.Forked(lambda: [(p, p.encode()) for p in held["pages"]]).result() == [("a", b"a"), ("b", b"b")]
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        parallel.Forked(lambda: 1 / 0).result()

@@ -31,3 +31,30 @@ def test_every_plot_names_what_it_shows():
     assert ">a float16<" in svg and ">b float32<" in svg and "the bar, 1.05x" in svg
     svg = plots.latency_distribution([("torch float16", [0.01, 0.011, 0.012, 0.013, 0.02])], "GPU").decode()
     assert ">torch float16<" in svg and "latency per call, ms" in svg
+
+
+def test_text_sizes_shared_across_figures_draw_the_same_bytes(monkeypatch):
+    """plots shares matplotlib's text measurements between figures (each savefig has a new
+    renderer, whose own cache starts empty): the bytes must be those of matplotlib alone."""
+    import matplotlib.text
+
+    def draw():
+        return (plots.bandwidth_vs_n({"triton": [(1024, 900.0), (65536, 2000.0)]}, 3000.0, "GPU, float16")
+                + plots.speedup_trend({"c float16": [(0, 1.1, 1.0, 1.2), (1, 1.2, 1.1, 1.3)]}, ["a", "b !"], [1], 1.0, "GPU"))
+
+    shared = draw()
+    assert getattr(matplotlib.text._get_text_metrics_with_cache, "shared", False)
+    assert plots._TEXT_METRICS  # sizes were remembered
+    original = matplotlib.text._get_text_metrics_with_cache.__wrapped__
+    monkeypatch.setattr(plots, "_share_text_metrics", lambda: None)
+    monkeypatch.setattr(matplotlib.text, "_get_text_metrics_with_cache", original)
+    assert draw() == shared
+
+
+def test_a_plot_asked_for_twice_is_drawn_once():
+    drawn = []
+    plotter = plots.Plotter()
+    job = (lambda *args: drawn.append(args) or b"<svg/>", ("x",))
+    plotter.submit({"a.svg": job})
+    plotter.submit({"a.svg": job, "b.svg": job})
+    assert plotter.results() == {"a.svg": b"<svg/>", "b.svg": b"<svg/>"} and len(drawn) == 2
