@@ -16,9 +16,10 @@ Paths (see notes/kernels.md for the memory-traffic reasoning and the measurement
   exchange - long rows in ONE HBM pass: a persistent, co-resident grid walks (row, chunk) items
              in order; each program keeps its chunk in registers, publishes its partial in a slot,
              waits (bounded) for its row's other partials, and writes its chunk from registers.
-  stream   - the longest rows, or too few rows to fill the GPU: a persistent grid walks (row,
-             segment) items; each segment is streamed twice with software-pipelined loads, the
-             second time from L2, and a row's segments exchange partials as in "exchange".
+  tile-stream - the longest rows, or too few rows to fill the GPU: a persistent grid walks (row,
+             segment) items; each segment is streamed twice in "tile" steps, the second time
+             from L2, and a row's segments exchange partials as in "exchange".
+  stream   - the backward's "tile-stream": per-lane partials and software-pipelined loads.
 
 Nothing here touches a device at import time.
 """
@@ -350,26 +351,17 @@ def _exchange_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, slots_ptr,
                      (y * (dy - row_dot)).to(grad_input_ptr.dtype.element_ty))
 
 
-# "stream": long rows at two HBM passes whatever their length. A persistent grid walks
-# (row, segment) items in order. A program streams its segment twice: pass 1 for a per-lane
-# running (max, sum), pass 2 (backwards, so the blocks read last come first) to write. Both
-# loops are software-pipelined (tl.range num_stages: cp.async into shared memory), so each
-# program keeps (num_stages - 1) blocks of loads in flight instead of one. The grid's segments
-# in flight (programs x segment bytes) stay well under L2, so pass 2 reads L2, not HBM. A row
-# of several segments exchanges its (max, sum) partials through slots, as "exchange" does.
-# Blocks are laid out from the row's first VEC-aligned (16-byte) address: every block but the
-# row's first and last is then whole and aligned, loaded and stored unmasked with 16-byte
-# vectors whatever N is; only the two edge blocks are masked.
-
-
-@triton.jit
-def _lane_online(lane_max, lane_sum, x):
-    """One step of the per-lane running (max, sum of exp(x - max)); one exp per element."""
-    # of the old max and x, the larger contributes exp(0) = 1 and the other exp(-|x - max|);
-    # -inf contributes 0 (and -inf - -inf would be NaN)
-    scale = tl.where(x == float("-inf"), 0.0, tl.exp(-tl.abs(x - lane_max)))
-    lane_sum = tl.where(x > lane_max, lane_sum * scale + 1.0, lane_sum + scale)
-    return tl.maximum(lane_max, x), lane_sum
+# "stream" (backward) and "tile-stream" (forward): long rows at two HBM passes whatever their
+# length. A persistent grid walks (row, segment) items in order. A program streams its segment
+# twice: pass 1 for running partials, pass 2 (backwards, so the blocks read last come first) to
+# write. The grid's segments in flight (programs x segment bytes) stay well under L2, so pass 2
+# reads L2, not HBM. A row of several segments exchanges its partials through slots, as
+# "exchange" does. Blocks are laid out from the row's first VEC-aligned (16-byte) address: every
+# block but the row's first and last is then whole and aligned, loaded and stored unmasked with
+# 16-byte vectors whatever N is; only the two edge blocks are masked. The backward's loops are
+# software-pipelined (tl.range num_stages: cp.async into shared memory); the forward's are
+# plain loads on [TILE_ROWS, VEC] tiles with one running (max, sum) per vector, as "tile" does,
+# which keeps ~30 registers a thread and no shared memory, so 64 warps fit an SM.
 
 
 @triton.jit
@@ -387,66 +379,6 @@ def _edge_block(first_col, n_cols, block, BLOCK_SIZE: tl.constexpr):
 
 
 @triton.jit
-def _edge_online(input_ptr, in_base, first_col, n_cols, block, lane_max, lane_sum, BLOCK_SIZE: tl.constexpr):
-    """_lane_online over one masked edge block of a row."""
-    offsets, mask = _edge_block(first_col, n_cols, block, BLOCK_SIZE)
-    x = tl.load(input_ptr + in_base + offsets, mask=mask, other=float("-inf"))
-    return _lane_online(lane_max, lane_sum, x.to(tl.float32))
-
-
-@triton.jit
-def _edge_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, block, row_max, inv_row_sum,
-                BLOCK_SIZE: tl.constexpr):
-    """Softmax output of one masked edge block of a row."""
-    offsets, mask = _edge_block(first_col, n_cols, block, BLOCK_SIZE)
-    x = tl.load(input_ptr + in_base + offsets, mask=mask, other=float("-inf")).to(tl.float32)
-    tl.store(output_ptr + out_base + offsets, (tl.exp(x - row_max) * inv_row_sum).to(output_ptr.dtype.element_ty),
-             mask=mask)
-
-
-@triton.jit
-def _segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, first_block, end_block,
-                     BLOCK_SIZE: tl.constexpr, NUM_STAGES: tl.constexpr):
-    """(max, sum of exp(x - max)) over blocks [first_block, end_block) of one row; (-inf, 0) if empty."""
-    idx = tl.arange(0, BLOCK_SIZE)
-    lane_max = tl.full([BLOCK_SIZE], float("-inf"), tl.float32)
-    lane_sum = tl.zeros([BLOCK_SIZE], tl.float32)
-    for block in tl.range(tl.maximum(first_block, 1), tl.minimum(end_block, n_blocks - 1),
-                          num_stages=NUM_STAGES):
-        x = tl.load(input_ptr + in_base + block * BLOCK_SIZE + idx, eviction_policy="evict_last")
-        lane_max, lane_sum = _lane_online(lane_max, lane_sum, x.to(tl.float32))
-    # the row's first and last blocks, masked: they may hang over the row's ends
-    if first_block == 0:
-        lane_max, lane_sum = _edge_online(input_ptr, in_base, first_col, n_cols, 0, lane_max, lane_sum, BLOCK_SIZE)
-    if _holds_last_block(first_block, end_block, n_blocks):
-        lane_max, lane_sum = _edge_online(input_ptr, in_base, first_col, n_cols, n_blocks - 1, lane_max, lane_sum,
-                                          BLOCK_SIZE)
-    segment_max = tl.max(lane_max, axis=0)
-    # an all -inf segment reports sum 0, not exp(-inf - -inf) = NaN
-    safe_max = tl.where(segment_max == float("-inf"), 0.0, segment_max)
-    return segment_max, tl.sum(lane_sum * tl.exp(lane_max - safe_max), axis=0)
-
-
-@triton.jit
-def _segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, first_block,
-                   end_block, row_max, inv_row_sum, BLOCK_SIZE: tl.constexpr, NUM_STAGES: tl.constexpr):
-    """y = exp(x - row_max) * inv_row_sum over blocks [first_block, end_block), interior last to first."""
-    idx = tl.arange(0, BLOCK_SIZE)
-    lo = tl.maximum(first_block, 1)
-    hi = tl.minimum(end_block, n_blocks - 1)
-    for k in tl.range(0, hi - lo, num_stages=NUM_STAGES):
-        offsets = (hi - 1 - k) * BLOCK_SIZE + idx
-        x = tl.load(input_ptr + in_base + offsets, eviction_policy="evict_first").to(tl.float32)
-        tl.store(output_ptr + out_base + offsets,
-                 (tl.exp(x - row_max) * inv_row_sum).to(output_ptr.dtype.element_ty), cache_modifier=".cs")
-    if first_block == 0:
-        _edge_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, 0, row_max, inv_row_sum, BLOCK_SIZE)
-    if _holds_last_block(first_block, end_block, n_blocks):
-        _edge_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks - 1, row_max,
-                    inv_row_sum, BLOCK_SIZE)
-
-
-@triton.jit
 def _row_bases(row, input_row_stride, output_row_stride, n_cols, BLOCK_SIZE: tl.constexpr, VEC: tl.constexpr):
     """(in_base, out_base, first_col, n_blocks): blocks of a row start at its first VEC-aligned element."""
     row64 = tl.cast(row, tl.int64)
@@ -456,49 +388,6 @@ def _row_bases(row, input_row_stride, output_row_stride, n_cols, BLOCK_SIZE: tl.
     # VEC > 1 only when both tensors share one row stride (host-checked): same layout
     out_base = in_base if VEC > 1 else row64 * output_row_stride
     return in_base, out_base, first_col, tl.cdiv(n_cols - first_col, BLOCK_SIZE)
-
-
-@triton.jit
-def _stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
-                       n_segments, blocks_per_segment, max_polls, BLOCK_SIZE: tl.constexpr,
-                       SEGMENTS_BLOCK: tl.constexpr, ALIGN: tl.constexpr, VEC: tl.constexpr,
-                       NUM_STAGES: tl.constexpr):
-    """Two-HBM-pass softmax of long rows: segments streamed twice (pass 2 from L2), partials exchanged."""
-    n_cols = n_cols // ALIGN * ALIGN
-    input_row_stride = input_row_stride // ALIGN * ALIGN
-    output_row_stride = output_row_stride // ALIGN * ALIGN
-    for item in range(tl.program_id(0), n_rows * n_segments, tl.num_programs(0)):
-        row = item // n_segments
-        in_base, out_base, first_col, n_blocks = _row_bases(row, input_row_stride, output_row_stride, n_cols,
-                                                            BLOCK_SIZE, VEC)
-        first_block = (item % n_segments) * blocks_per_segment
-        end_block = tl.minimum(first_block + blocks_per_segment, n_blocks)
-        segment_max, segment_sum = _segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks,
-                                                    first_block, end_block, BLOCK_SIZE, NUM_STAGES)
-        if SEGMENTS_BLOCK == 1:
-            row_max = segment_max
-            # a fully -inf row: 0 * exp(NaN) = NaN, the whole row NaN as in torch
-            inv_row_sum = 1.0 / (segment_sum * tl.exp(segment_max - row_max))
-        else:
-            # never 0: a finite max has sum >= 1, and -inf's bits are not 0
-            tl.atomic_xchg(slots_ptr + item, _pack(segment_max, segment_sum), sem="relaxed")
-            packed, n_missing, in_row = _await_row(slots_ptr, row, n_segments, max_polls, SEGMENTS_BLOCK)
-            if n_missing > 0:
-                # siblings not running (not co-resident, or the sequential interpreter): compute
-                # their partials from the input and publish them, so later siblings need not
-                for sibling in range(0, n_segments):
-                    slot = slots_ptr + row * n_segments + sibling
-                    if tl.load(slot, volatile=True) == 0:
-                        s_first = sibling * blocks_per_segment
-                        s_max, s_sum = _segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, s_first,
-                                                        tl.minimum(s_first + blocks_per_segment, n_blocks),
-                                                        BLOCK_SIZE, NUM_STAGES)
-                        tl.atomic_xchg(slot, _pack(s_max, s_sum), sem="relaxed")
-                packed = tl.load(slots_ptr + row * n_segments + tl.arange(0, SEGMENTS_BLOCK), mask=in_row,
-                                 other=-1, volatile=True)
-            row_max, inv_row_sum = _combine_partials(packed, in_row)
-        _segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, first_block,
-                       end_block, row_max, inv_row_sum, BLOCK_SIZE, NUM_STAGES)
 
 
 @triton.jit
@@ -595,8 +484,113 @@ def _stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, slots_ptr, g
 
 
 @triton.jit
+def _vector_online(vec_max, vec_sum, x):
+    """One step of the running (max, sum of exp(x - max)) per row of a [vectors, VEC] block x."""
+    new_max = tl.maximum(vec_max, tl.max(x, axis=1))
+    # a vector that has seen only -inf keeps sum 0 (and -inf - -inf would be NaN)
+    safe_max = tl.where(new_max == float("-inf"), 0.0, new_max)
+    return new_max, vec_sum * tl.exp(vec_max - safe_max) + tl.sum(tl.exp(x - safe_max[:, None]), axis=1)
+
+
+@triton.jit
+def _tile_edge(first_col, n_cols, block, TILE_ROWS: tl.constexpr, VEC: tl.constexpr):
+    """(offsets from the row's aligned base, mask of the row's columns) of a row's edge tile."""
+    offsets = block * (TILE_ROWS * VEC) + tl.arange(0, TILE_ROWS)[:, None] * VEC + tl.arange(0, VEC)[None, :]
+    cols = first_col + offsets
+    return offsets, (cols >= 0) & (cols < n_cols)
+
+
+@triton.jit
+def _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, first_block, end_block,
+                          TILE_ROWS: tl.constexpr, VEC: tl.constexpr, UNROLL: tl.constexpr):
+    """(max, sum of exp(x - max)) over tiles [first_block, end_block) of one row; (-inf, 0) if empty."""
+    tile = tl.arange(0, TILE_ROWS)[:, None] * VEC + tl.arange(0, VEC)[None, :]
+    vec_max = tl.full([TILE_ROWS], float("-inf"), tl.float32)
+    vec_sum = tl.zeros([TILE_ROWS], tl.float32)
+    for block in tl.range(tl.maximum(first_block, 1), tl.minimum(end_block, n_blocks - 1),
+                          loop_unroll_factor=UNROLL):
+        x = tl.load(input_ptr + in_base + block * (TILE_ROWS * VEC) + tile, eviction_policy="evict_last")
+        vec_max, vec_sum = _vector_online(vec_max, vec_sum, x.to(tl.float32))
+    # the row's first and last tiles, masked: they may hang over the row's ends
+    if first_block == 0:
+        offsets, mask = _tile_edge(first_col, n_cols, 0, TILE_ROWS, VEC)
+        x = tl.load(input_ptr + in_base + offsets, mask=mask, other=float("-inf"))
+        vec_max, vec_sum = _vector_online(vec_max, vec_sum, x.to(tl.float32))
+    if _holds_last_block(first_block, end_block, n_blocks):
+        offsets, mask = _tile_edge(first_col, n_cols, n_blocks - 1, TILE_ROWS, VEC)
+        x = tl.load(input_ptr + in_base + offsets, mask=mask, other=float("-inf"))
+        vec_max, vec_sum = _vector_online(vec_max, vec_sum, x.to(tl.float32))
+    segment_max = tl.max(vec_max, axis=0)
+    safe_max = tl.where(segment_max == float("-inf"), 0.0, segment_max)
+    return segment_max, tl.sum(vec_sum * tl.exp(vec_max - safe_max), axis=0)
+
+
+@triton.jit
+def _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, first_block,
+                        end_block, row_max, inv_row_sum, TILE_ROWS: tl.constexpr, VEC: tl.constexpr,
+                        UNROLL: tl.constexpr):
+    """y = exp(x - row_max) * inv_row_sum over tiles [first_block, end_block), interior last to first."""
+    tile = tl.arange(0, TILE_ROWS)[:, None] * VEC + tl.arange(0, VEC)[None, :]
+    lo = tl.maximum(first_block, 1)
+    hi = tl.minimum(end_block, n_blocks - 1)
+    for k in tl.range(0, hi - lo, loop_unroll_factor=UNROLL):
+        offsets = (hi - 1 - k) * (TILE_ROWS * VEC) + tile
+        x = tl.load(input_ptr + in_base + offsets, eviction_policy="evict_first").to(tl.float32)
+        tl.store(output_ptr + out_base + offsets,
+                 (tl.exp(x - row_max) * inv_row_sum).to(output_ptr.dtype.element_ty), cache_modifier=".cs")
+    for edge in tl.static_range(2):
+        block = 0 if edge == 0 else n_blocks - 1
+        if (first_block == 0) if edge == 0 else _holds_last_block(first_block, end_block, n_blocks):
+            offsets, mask = _tile_edge(first_col, n_cols, block, TILE_ROWS, VEC)
+            x = tl.load(input_ptr + in_base + offsets, mask=mask, other=float("-inf")).to(tl.float32)
+            tl.store(output_ptr + out_base + offsets,
+                     (tl.exp(x - row_max) * inv_row_sum).to(output_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
+                            n_segments, blocks_per_segment, max_polls, TILE_ROWS: tl.constexpr,
+                            SEGMENTS_BLOCK: tl.constexpr, ALIGN: tl.constexpr, VEC: tl.constexpr,
+                            UNROLL: tl.constexpr):
+    """The stream kernel on the tile kernel's register diet: [TILE_ROWS, VEC] tiles with one running
+    (max, sum) per vector, plain loads (no shared-memory stages), so many warps fit an SM."""
+    n_cols = n_cols // ALIGN * ALIGN
+    input_row_stride = input_row_stride // ALIGN * ALIGN
+    output_row_stride = output_row_stride // ALIGN * ALIGN
+    for item in range(tl.program_id(0), n_rows * n_segments, tl.num_programs(0)):
+        row = item // n_segments
+        in_base, out_base, first_col, n_blocks = _row_bases(row, input_row_stride, output_row_stride, n_cols,
+                                                            TILE_ROWS * VEC, VEC)
+        first_block = (item % n_segments) * blocks_per_segment
+        end_block = tl.minimum(first_block + blocks_per_segment, n_blocks)
+        segment_max, segment_sum = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks,
+                                                         first_block, end_block, TILE_ROWS, VEC, UNROLL)
+        if SEGMENTS_BLOCK == 1:
+            row_max = segment_max
+            inv_row_sum = 1.0 / (segment_sum * tl.exp(segment_max - row_max))
+        else:
+            tl.atomic_xchg(slots_ptr + item, _pack(segment_max, segment_sum), sem="relaxed")
+            packed, n_missing, in_row = _await_row(slots_ptr, row, n_segments, max_polls, SEGMENTS_BLOCK)
+            if n_missing > 0:
+                for sibling in range(0, n_segments):
+                    slot = slots_ptr + row * n_segments + sibling
+                    if tl.load(slot, volatile=True) == 0:
+                        s_first = sibling * blocks_per_segment
+                        s_max, s_sum = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks,
+                                                             s_first, tl.minimum(s_first + blocks_per_segment, n_blocks),
+                                                             TILE_ROWS, VEC, UNROLL)
+                        tl.atomic_xchg(slot, _pack(s_max, s_sum), sem="relaxed")
+                packed = tl.load(slots_ptr + row * n_segments + tl.arange(0, SEGMENTS_BLOCK), mask=in_row,
+                                 other=-1, volatile=True)
+            row_max, inv_row_sum = _combine_partials(packed, in_row)
+        _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, first_block,
+                            end_block, row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL)
+
+
+@triton.jit
 def _tile_online_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
-                            TILE_ROWS: tl.constexpr, VEC: tl.constexpr, ALIGN: tl.constexpr):
+                            TILE_ROWS: tl.constexpr, VEC: tl.constexpr, ALIGN: tl.constexpr,
+                            UNROLL: tl.constexpr = 1):
     """Two-pass online softmax of rows program_id, program_id + num_programs, ... in steps of a
     [TILE_ROWS, VEC] tile: each thread owns whole VEC-element vectors, so the running (max, sum)
     is one pair per vector (few registers: many warps fit an SM) and costs 1 + 1/VEC exp per element."""
@@ -612,19 +606,15 @@ def _tile_online_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_
         output_row = output_ptr + row_idx * output_row_stride
         vec_max = tl.full([TILE_ROWS], float("-inf"), tl.float32)
         vec_sum = tl.zeros([TILE_ROWS], tl.float32)
-        for block in range(0, n_blocks):
+        for block in tl.range(0, n_blocks, loop_unroll_factor=UNROLL):
             offsets = block * BLOCK + tile
             x = tl.load(input_row + offsets, mask=offsets < n_cols, other=float("-inf"),
                         eviction_policy="evict_last").to(tl.float32)
-            new_max = tl.maximum(vec_max, tl.max(x, axis=1))
-            # a vector that has seen only -inf keeps sum 0 (and -inf - -inf would be NaN)
-            safe_max = tl.where(new_max == float("-inf"), 0.0, new_max)
-            vec_sum = vec_sum * tl.exp(vec_max - safe_max) + tl.sum(tl.exp(x - safe_max[:, None]), axis=1)
-            vec_max = new_max
+            vec_max, vec_sum = _vector_online(vec_max, vec_sum, x)
         row_max = tl.max(vec_max, axis=0)
         # vectors that saw only -inf add 0 * exp(-inf) = 0; a fully -inf row gives NaN, as in torch
         inv_row_sum = 1.0 / tl.sum(vec_sum * tl.exp(vec_max - row_max), axis=0)
-        for block in range(0, n_blocks):
+        for block in tl.range(0, n_blocks, loop_unroll_factor=UNROLL):
             offsets = (n_blocks - 1 - block) * BLOCK + tile
             mask = offsets < n_cols
             x = tl.load(input_row + offsets, mask=mask, other=float("-inf"),
@@ -657,14 +647,15 @@ class Plan(NamedTuple):
     max_cols: float        # the row applies when n_cols <= max_cols ...
     min_rows_per_sm: int   # ... and n_rows >= min_rows_per_sm * SM count ...
     elem_bytes: int        # ... and the element size is elem_bytes (0: any); first match wins
-    path: str              # "rows" | "tile" | "online" | "exchange" | "stream" (module docstring)
+    path: str              # "rows" | "tile" | "online" | "exchange" | "tile-stream" | "stream" (module docstring)
     rows_per_program: int  # rows: rows per program (tile = rows_per_program x next_pow2(n_cols));
-                           # tile: 16-byte vectors per thread per step
+                           # tile, tile-stream: 16-byte vectors per thread per step
     block_size: int        # online, stream: columns per loop step; exchange: columns per chunk
     num_warps: int
     programs_per_sm: int   # tile, online, exchange, stream: persistent grid = programs_per_sm * SMs
     num_stages: int = 0    # stream: software-pipeline depth of its loops (blocks in flight + 1)
-    segment_bytes: float = 0  # stream: bytes of a row one program streams twice (math.inf: whole rows)
+    segment_bytes: float = 0  # stream, tile-stream: bytes of a row one program streams twice at most
+    unroll: int = 1        # tile, tile-stream: loop unroll factor (loads of the next steps issued early)
 
 
 # Short rows: tiles of ~4096 elements, so each program moves 8-16 KB and a thread holds 2-4
@@ -679,23 +670,27 @@ class Plan(NamedTuple):
 # With few rows (4096 x 1024) the small programs cost the H100 2-5% (runs 20261121T235353Z,
 # 20261122T013627Z), so they start at 64 rows per SM.
 # Long rows, measured on an H200 with scripts/probe_long_rows.py (notes/kernels.md, round 4):
-# - 2-byte rows of 32k-256k with >= 2 rows per SM: "tile". One running (max, sum) per 16-byte
+# - 2-byte rows of 32k-128k with >= 2 rows per SM: "tile". One running (max, sum) per 16-byte
 #   vector needs ~30 registers, so 64 warps fit an SM; at 65536 fp16 it moved 3,317 GB/s against
 #   2,322 for the per-lane online kernel (50% of warps active); the sweeps then gave 78% of copy
 #   on the H200 (was 54%) and 87% on the H100 (was 68%). At 32768 it (1 x 16 warps x 4) beat the
 #   32-warp whole-row kernel on the H200 (79% against 74%) but lost on the H100 (87% against
 #   93%; runs 20261122T013138Z, 20261122T013627Z), so 32768 stays on the whole-row kernel.
-# - fp32 32k-128k: "exchange" (one HBM pass, 78-79% of copy at 65536; 92% on an H100); "tile"
-#   was within 4% of it, so the table keeps the path the H100 has measured.
-# - Longer rows, and any long row with too few rows for a persistent grid: "stream", 4-8 KB
-#   blocks, 4 stages, 64 KB segments: 2,630-2,810 GB/s at 262144-1M, 3-20% ahead of the online
-#   and split paths it replaced. ncu showed why it stops there: with 8 programs of 64 KB per SM
-#   the segments outgrow L2 (1.6x the DRAM reads); with smaller segments pass 2 does hit L2 (1.0x)
-#   but only 12-29% of warps are active, so latency, not bytes, bounds it.
+#   Past 65536, 2 vectors a thread with the loops unrolled twice: +2.4% (H100) and +1.8% (H200)
+#   at 131072 fp16 over the same tile not unrolled (notes/probes/2026-11-22-*-tile-stream.json).
+# - fp32 32k-64k: "exchange" (one HBM pass; 92% of copy on an H100 at 65536, where "tile" with
+#   its loops unrolled 4x is 9% faster on the H200 but slower on the H100).
+# - Longer rows, and any long row with too few rows for a persistent grid: "tile-stream", the
+#   tile kernel's steps (2 vectors a thread, 32 warps, 1 program per SM) over 256 KB segments,
+#   132 x 256 KB = 34 MB in flight, under L2. Probed against the pipelined 1-D "stream" it
+#   replaced (4 KB blocks, 4 warps, 8 programs per SM, 64 KB segments: 1.6x the ideal DRAM reads,
+#   or, with smaller segments, 12-29% of warps active): 262144-1M +11-24% on the H100, +2-16% on
+#   the H200 (fp32 1M: -1.7%), and +3% / +13% for fp32 131072 over "exchange". With too few rows
+#   the segments shrink so that every program has one (_few_rows_segment).
 # Backward: rows to 16384 (2-byte: 32768); "online" to 65536 where it measured equal to
 # "stream"; "stream" beyond, 10-18% ahead of the online/split paths at 131072 and 1M.
 SOFTMAX_PLANS = (
-    #     op          max_cols  min_rows bytes path      rows  block  warps  progs stages segment
+    #     op          max_cols  min_rows bytes path      rows  block  warps  progs stages segment unroll
     Plan("forward",        64,        0,  0, "rows",      64,     0,     4,    0),
     Plan("forward",       128,        0,  0, "rows",      32,     0,     4,    0),
     Plan("forward",       256,        0,  0, "rows",       2,     0,     1,    0),
@@ -709,10 +704,9 @@ SOFTMAX_PLANS = (
     Plan("forward",     16384,        0,  0, "rows",       1,     0,    16,    0),
     Plan("forward",     32768,        0,  0, "rows",       1,     0,    32,    0),
     Plan("forward",     65536,        2,  2, "tile",       1,     0,    32,    2),
-    Plan("forward",    262144,        2,  2, "tile",       2,     0,    32,    1),
-    Plan("forward",    131072,        0,  4, "exchange",   0,  4096,     8,    4),
-    Plan("forward",  math.inf,        0,  4, "stream",     0,  1024,     4,    8,    4,  65536),
-    Plan("forward",  math.inf,        0,  2, "stream",     0,  2048,     4,    8,    4,  65536),
+    Plan("forward",    131072,        2,  2, "tile",       2,     0,    32,    1,    0,      0, 2),
+    Plan("forward",     65536,        0,  4, "exchange",   0,  4096,     8,    4),
+    Plan("forward",  math.inf,        0,  0, "tile-stream", 2,    0,    32,    1,    0, 262144),
     Plan("backward",       64,        0,  0, "rows",      32,     0,     4,    0),
     Plan("backward",      128,        0,  0, "rows",      16,     0,     4,    0),
     Plan("backward",      256,        0,  0, "rows",       8,     0,     4,    0),
@@ -844,7 +838,7 @@ def _forward_online(y, x, block_size, num_warps, n_programs, align):
             BLOCK_SIZE=block_size, ALIGN=align, num_warps=num_warps)
 
 
-def _forward_tile_online(y, x, vectors_per_thread, num_warps, programs_per_sm, align):
+def _forward_tile_online(y, x, vectors_per_thread, num_warps, programs_per_sm, align, unroll=1):
     """Launch the tile-online forward on a persistent grid striding over the rows.
 
     Registers are capped so that programs_per_sm programs fit an SM together.
@@ -854,7 +848,7 @@ def _forward_tile_online(y, x, vectors_per_thread, num_warps, programs_per_sm, a
     maxnreg = min(255, 65536 // (programs_per_sm * num_warps * 32) // 8 * 8)
     _launch(_tile_online_fwd_kernel, (n_programs,), y, x, x.stride(0), y.stride(0), n_rows, n_cols,
             TILE_ROWS=32 * num_warps * vectors_per_thread, VEC=16 // x.element_size(), ALIGN=align,
-            num_warps=num_warps, maxnreg=maxnreg)
+            UNROLL=unroll, num_warps=num_warps, maxnreg=maxnreg)
 
 
 def _exchange_grid(n_items, n_chunks, num_warps, programs_per_sm, device):
@@ -961,24 +955,33 @@ def _stream_segments(n_cols, elem_bytes, block_size, segment_bytes, align, vec):
     return triton.cdiv(max_blocks, blocks_per_segment), blocks_per_segment
 
 
+def _few_rows_segment(segment_bytes: float, n_rows: int, row_bytes: int, n_programs: int) -> float:
+    """segment_bytes, or less when there are too few rows to give every program a segment."""
+    return min(segment_bytes, max(1, row_bytes // triton.cdiv(n_programs, max(1, n_rows))))
+
+
 def _segments_block(n_segments: int) -> int:
     """The slot vector's constexpr width: 1 (no exchange) or a power of two >= 16 (few compiles)."""
     return 1 if n_segments == 1 else max(16, triton.next_power_of_2(n_segments))
 
 
-def _forward_stream(y, x, block_size, num_warps, programs_per_sm, num_stages, segment_bytes, align):
-    """Launch the two-HBM-pass streaming forward on a persistent grid of (row, segment) items."""
+def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, segment_bytes, align, unroll=1):
+    """Launch the tile-stream forward on a persistent grid of (row, segment) items."""
     n_rows, n_cols = x.shape
     vec = _exchange_vec(x.element_size(), x, y)
-    n_segments, blocks_per_segment = _stream_segments(n_cols, x.element_size(), block_size, segment_bytes,
+    tile_rows = 32 * num_warps * vectors_per_thread
+    segment_bytes = _few_rows_segment(segment_bytes, n_rows, n_cols * x.element_size(),
+                                      programs_per_sm * _sm_count(x.device))
+    n_segments, blocks_per_segment = _stream_segments(n_cols, x.element_size(), tile_rows * vec, segment_bytes,
                                                       align, vec)
     slots = torch.zeros(n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=x.device)
     args = (y, x, slots, x.stride(0), y.stride(0), n_rows, n_cols, n_segments, blocks_per_segment, _max_polls())
-    kwargs = dict(BLOCK_SIZE=block_size, SEGMENTS_BLOCK=_segments_block(n_segments),
-                  ALIGN=align, VEC=vec, NUM_STAGES=num_stages, num_warps=num_warps)
-    n_programs = _persistent_programs(_stream_fwd_kernel, args, kwargs, n_rows * n_segments, n_segments,
+    maxnreg = min(255, 65536 // (programs_per_sm * num_warps * 32) // 8 * 8)
+    kwargs = dict(TILE_ROWS=tile_rows, SEGMENTS_BLOCK=_segments_block(n_segments), ALIGN=align, VEC=vec,
+                  UNROLL=unroll, num_warps=num_warps, maxnreg=maxnreg)
+    n_programs = _persistent_programs(_tile_stream_fwd_kernel, args, kwargs, n_rows * n_segments, n_segments,
                                       programs_per_sm, x.device)
-    _launch(_stream_fwd_kernel, (n_programs,), *args, **kwargs)
+    _launch(_tile_stream_fwd_kernel, (n_programs,), *args, **kwargs)
 
 
 def _backward_stream(dx, y, dy, block_size, num_warps, programs_per_sm, num_stages, segment_bytes, align):
@@ -1007,12 +1010,12 @@ def _run_forward_plan(y, x, plan):
         n_programs = min(n_rows, plan.programs_per_sm * _sm_count(x.device))
         _forward_online(y, x, plan.block_size, plan.num_warps, n_programs, align)
     elif plan.path == "tile":
-        _forward_tile_online(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm, align)
+        _forward_tile_online(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm, align, plan.unroll)
     elif plan.path == "exchange":
         _forward_exchange(y, x, plan.block_size, plan.num_warps, plan.programs_per_sm, align)
     else:
-        _forward_stream(y, x, plan.block_size, plan.num_warps, plan.programs_per_sm, plan.num_stages,
-                        plan.segment_bytes, align)
+        _forward_tile_stream(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm, plan.segment_bytes,
+                             align, plan.unroll)
 
 
 def _run_backward_plan(dx, y, dy, plan):

@@ -5,7 +5,10 @@ $OUT/probe_long_rows.json when OUT is set); run artifacts come only from build.p
 variant is checked against float64 on every element first, then timed like build.py --run
 (CUDA-graph replays under triton.testing.do_bench, L2 flushed), beside a device-to-device copy
 of the same bytes in the same process. Usage on a CUDA machine:
-    python scripts/probe_long_rows.py [forward|backward|short ...]
+    python scripts/probe_long_rows.py [forward|tile|unroll|backward|short ...]
+
+(The pipelined 1-D "stream" forward it compared in round 4 was replaced by "tile-stream";
+its figures are in notes/probes/.)
 """
 import json
 import os
@@ -23,19 +26,19 @@ from kernels import triton_softmax as sm  # noqa: E402
 ELEMENTS = 1 << 27  # per tensor, as in the bandwidth sweep: several times L2
 LONG_NS = [12800, 16384, 32768, 65536, 131072, 262144, 524288, 777777, 1048576]
 DTYPES = ["float16", "float32"]
-# (block bytes, warps, programs per SM, stages, segment bytes): dtype-neutral stream configs
-STREAM_CONFIGS = [
-    (8192, 4, 4, 4, 65536),
-    (16384, 8, 2, 3, 65536),
-    (16384, 8, 2, 4, 131072),
-    (8192, 8, 4, 3, float("inf")),
-    (16384, 16, 1, 4, 262144),
-    (8192, 4, 4, 3, 32768),
-    (4096, 4, 8, 4, 65536),
-]
 # (vectors per thread, warps, programs per SM) for the tile-online kernel
 TILE_CONFIGS = [(1, 32, 2), (1, 16, 4), (2, 8, 8), (2, 8, 4), (2, 16, 2), (2, 32, 1), (1, 8, 8), (4, 8, 2)]
 TILE_NS = [12800, 16384, 32768, 65536, 131072, 262144]
+# (vectors per thread, warps, programs per SM, segment bytes, unroll) for the tile-stream kernel:
+# 132 SMs x programs x segment bytes in flight = 17-34 MB, under L2, at 64 warps per SM
+TILE_STREAM_CONFIGS = [
+    (2, 32, 1, 262144, 1), (2, 32, 1, 262144, 2), (2, 32, 1, 131072, 1), (2, 32, 1, 524288, 1),
+    (4, 32, 1, 262144, 1), (4, 32, 1, 524288, 1), (2, 16, 2, 262144, 1), (4, 16, 2, 262144, 1),
+]
+TILE_STREAM_NS = [131072, 262144, 524288, 777777, 1048576]
+# (vectors per thread, warps, programs per SM, unroll) for the tile kernel, loops unrolled
+UNROLL_CONFIGS = [(1, 32, 2, 1), (1, 32, 2, 2), (2, 32, 1, 1), (2, 32, 1, 2), (2, 32, 1, 4), (4, 32, 1, 1)]
+UNROLL_NS = [32768, 65536, 131072]
 BACKWARD_CONFIGS = [
     (8192, 4, 4, 3, 65536),
     (8192, 8, 2, 4, 131072),
@@ -60,18 +63,6 @@ def timed(fn, *args) -> dict:
     return {"ms": t["median_ms"], "p20": t["p20_ms"], "p80": t["p80_ms"]}
 
 
-def stream_forward(config):
-    """A forward callable for one stream config."""
-    block_bytes, warps, progs, stages, segment = config
-
-    def run(x):
-        y = torch.empty_like(x)
-        align = sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0))
-        sm._forward_stream(y, x, block_bytes // x.element_size(), warps, progs, stages, segment, align)
-        return y
-    return run
-
-
 def tile_forward(config):
     """A forward callable for one tile-online config."""
     vectors, warps, progs = config
@@ -80,6 +71,30 @@ def tile_forward(config):
         y = torch.empty_like(x)
         align = sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0))
         sm._forward_tile_online(y, x, vectors, warps, progs, align)
+        return y
+    return run
+
+
+def tile_stream_forward(config):
+    """A forward callable for one tile-stream config."""
+    vectors, warps, progs, segment, unroll = config
+
+    def run(x):
+        y = torch.empty_like(x)
+        align = sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0))
+        sm._forward_tile_stream(y, x, vectors, warps, progs, segment, align, unroll)
+        return y
+    return run
+
+
+def tile_unrolled_forward(config):
+    """A forward callable for one tile-online config with unrolled loops."""
+    vectors, warps, progs, unroll = config
+
+    def run(x):
+        y = torch.empty_like(x)
+        align = sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0))
+        sm._forward_tile_online(y, x, vectors, warps, progs, align, unroll)
         return y
     return run
 
@@ -132,31 +147,46 @@ def checked_and_timed(variants, args, ref, scale, dtype, moved, copy_ms) -> list
     return lines
 
 
-def forward_probe(out: list) -> None:
-    """Dispatcher and every stream config, per long N and dtype."""
-    for n in LONG_NS:
+def tile_probe(out: list) -> None:
+    """Dispatcher, the first tile-stream config and every tile-online config, per N and dtype."""
+    for n in TILE_NS:
+        for dtype in DTYPES:
+            m, x, moved, ref, scale = forward_input(n, dtype)
+            lines = [row("dispatcher", timed(sm.softmax_forward, x), moved, 1.0)]
+            variants = [(f"tile-stream {TILE_STREAM_CONFIGS[0]}", tile_stream_forward(TILE_STREAM_CONFIGS[0]))]
+            variants += [(f"tile {c}", tile_forward(c)) for c in TILE_CONFIGS]
+            lines += checked_and_timed(variants, (x,), ref, scale, dtype, moved, 1.0)
+            report("tile", m, n, dtype, lines, out)
+
+
+def tile_stream_probe(out: list) -> None:
+    """Copy, dispatcher and every tile-stream config, per long N and dtype."""
+    for n in TILE_STREAM_NS:
         for dtype in DTYPES:
             m, x, moved, ref, scale = forward_input(n, dtype)
             y = torch.empty_like(x)
             copy_ms = timed(lambda: y.copy_(x))["ms"]
             lines = [row("copy", {"ms": copy_ms, "p20": None, "p80": None}, moved, copy_ms),
                      row("dispatcher", timed(sm.softmax_forward, x), moved, copy_ms)]
-            variants = [(f"stream {c}", stream_forward(c)) for c in STREAM_CONFIGS]
+            variants = [(f"tile-stream {c}", tile_stream_forward(c)) for c in TILE_STREAM_CONFIGS]
             lines += checked_and_timed(variants, (x,), ref, scale, dtype, moved, copy_ms)
-            report("forward", m, n, dtype, lines, out)
+            report("tilestream", m, n, dtype, lines, out)
             torch.cuda.empty_cache()
 
 
-def tile_probe(out: list) -> None:
-    """Dispatcher, the best stream config and every tile-online config, per N and dtype."""
-    for n in TILE_NS:
+def unroll_probe(out: list) -> None:
+    """Copy, dispatcher and the tile kernel with unrolled loops, per N and dtype."""
+    for n in UNROLL_NS:
         for dtype in DTYPES:
             m, x, moved, ref, scale = forward_input(n, dtype)
-            lines = [row("dispatcher", timed(sm.softmax_forward, x), moved, 1.0)]
-            variants = [(f"stream {STREAM_CONFIGS[-1]}", stream_forward(STREAM_CONFIGS[-1]))]
-            variants += [(f"tile {c}", tile_forward(c)) for c in TILE_CONFIGS]
-            lines += checked_and_timed(variants, (x,), ref, scale, dtype, moved, 1.0)
-            report("tile", m, n, dtype, lines, out)
+            y = torch.empty_like(x)
+            copy_ms = timed(lambda: y.copy_(x))["ms"]
+            lines = [row("copy", {"ms": copy_ms, "p20": None, "p80": None}, moved, copy_ms),
+                     row("dispatcher", timed(sm.softmax_forward, x), moved, copy_ms)]
+            variants = [(f"tile {c}", tile_unrolled_forward(c)) for c in UNROLL_CONFIGS]
+            lines += checked_and_timed(variants, (x,), ref, scale, dtype, moved, copy_ms)
+            report("unroll", m, n, dtype, lines, out)
+            torch.cuda.empty_cache()
 
 
 def backward_probe(out: list) -> None:
@@ -214,7 +244,8 @@ def main() -> None:
     print(torch.cuda.get_device_name(), torch.__version__, flush=True)
     out, start = [], time.time()
     for name in which:
-        {"forward": forward_probe, "tile": tile_probe, "backward": backward_probe, "short": short_probe}[name](out)
+        {"forward": tile_stream_probe, "tile": tile_probe, "unroll": unroll_probe,
+         "backward": backward_probe, "short": short_probe}[name](out)
         print(f"-- {name} done at {time.time() - start:.0f} s", flush=True)
     if os.environ.get("OUT"):
         Path(os.environ["OUT"], "probe_long_rows.json").write_text(json.dumps(

@@ -94,7 +94,7 @@ def plan_cases(op, dtype):
             n_rows = max(2 * plan.rows_per_program + 1, plan.min_rows_per_sm * sm_count + 1)
         else:  # enough rows for this row of the table and, for "online", more rows than programs
             n_rows = max(plan.min_rows_per_sm * sm_count + 1, 3)
-        if plan.path in ("online", "stream"):  # stream: one row (few rows); online: 2 per SM
+        if plan.path in ("online", "stream", "tile-stream"):  # streams: one row (few rows); online: 2 per SM
             n_rows = max(plan.min_rows_per_sm * sm_count, 1)
         # an earlier row for the same band that wants more rows: stay below its minimum
         shadowing = [p for p in plans[:i] if p.max_cols == plan.max_cols and p.min_rows_per_sm > plan.min_rows_per_sm]
@@ -210,17 +210,35 @@ def stream_views(dtype):
 # (block_size, programs_per_sm, segment blocks): several segments exchanging partials with
 # more programs than segments; one block per segment (edge blocks alone); whole rows (no exchange)
 STREAM_CONFIGS = [(16, 2, 2), (32, 3, 1), (64, 1, math.inf)]
+# tile-stream (programs_per_sm, segment tiles, unroll), tiles of 32 vectors (one warp, one vector
+# a thread): the same three cases, loops unrolled or not
+TILE_STREAM_CONFIGS = [(2, 2, 1), (3, 1, 2), (1, math.inf, 2)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("view", ["contiguous", "col_slice", "unaligned_base"])
+@pytest.mark.parametrize("programs_per_sm,segment_tiles,unroll", TILE_STREAM_CONFIGS)
+def test_tile_stream_kernel(view, programs_per_sm, segment_tiles, unroll, dtype):
+    x = stream_views(dtype)[view]
+    y = torch.full(x.shape, 1234.5, dtype=dtype, device=DEVICE)
+    align = sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0))
+    tile_bytes = 32 * sm._exchange_vec(x.element_size(), x, y) * x.element_size()
+    sm._forward_tile_stream(y, x, 1, 1, programs_per_sm, segment_tiles * tile_bytes, align, unroll)
+    assert_softmax(y, x)
+
+
+def test_few_rows_get_smaller_segments():
+    assert sm._few_rows_segment(262144, 128, 2 << 20, 132) == 262144  # 128 rows of 2 MB: as planned
+    assert sm._few_rows_segment(262144, 4, 2 << 20, 132) == (2 << 20) // 33  # 4 rows: 33 segments each
+    assert sm._few_rows_segment(262144, 1000, 300, 132) == 300  # short rows: never more than a row
+    assert sm._few_rows_segment(262144, 1, 10, 132) == 1
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("view", ["contiguous", "col_slice", "unaligned_base"])
 @pytest.mark.parametrize("block_size,programs_per_sm,segment_blocks", STREAM_CONFIGS)
-def test_stream_kernels(view, block_size, programs_per_sm, segment_blocks, dtype):
+def test_stream_backward_kernel(view, block_size, programs_per_sm, segment_blocks, dtype):
     x = stream_views(dtype)[view]
-    y = torch.full(x.shape, 1234.5, dtype=dtype, device=DEVICE)
-    align = sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0))
-    sm._forward_stream(y, x, block_size, 4, programs_per_sm, 2, segment_blocks * block_size * x.element_size(), align)
-    assert_softmax(y, x)
     y_in = torch.softmax(x.double(), -1).nan_to_num(0.0).to(dtype)
     dy = make_input(x.shape, dtype, seed=1)
     dx = torch.full(x.shape, 1234.5, dtype=dtype, device=DEVICE)
