@@ -687,8 +687,12 @@ class Plan(NamedTuple):
 #   or, with smaller segments, 12-29% of warps active): 262144-1M +11-24% on the H100, +2-16% on
 #   the H200 (fp32 1M: -1.7%), and +3% / +13% for fp32 131072 over "exchange". With too few rows
 #   the segments shrink so that every program has one (_few_rows_segment).
-# Backward: rows to 16384 (2-byte: 32768); "online" to 65536 where it measured equal to
-# "stream"; "stream" beyond, 10-18% ahead of the online/split paths at 131072 and 1M.
+# Backward: rows to 16384 (2-byte: 32768); "online" for fp32 to 32768; "stream" beyond, as
+# the forward's tile-stream: 32 KB blocks of each tensor (one or two 16-byte vectors a thread),
+# 32 warps, 1 program per SM, plain loads (1 stage), 256 KB segments. On the H200 probe
+# (notes/probes/2026-11-22-h200-backward-stream.json) that beat the pipelined configs (2-8 KB
+# blocks, 4-8 warps, 3-4 stages) by 1-3% (2-byte) and 14-22% (fp32) from 65536 to 262144, 5-10%
+# at 777777-1M 2-byte, and tied at fp32 1M (-0.7%).
 SOFTMAX_PLANS = (
     #     op          max_cols  min_rows bytes path      rows  block  warps  progs stages segment unroll
     Plan("forward",        64,        0,  0, "rows",      64,     0,     4,    0),
@@ -717,9 +721,9 @@ SOFTMAX_PLANS = (
     Plan("backward",     8192,        0,  0, "rows",       1,     0,    16,    0),
     Plan("backward",    16384,        0,  0, "rows",       1,     0,    32,    0),
     Plan("backward",    32768,        0,  2, "rows",       1,     0,    32,    0),
-    Plan("backward",    65536,        2,  0, "online",     0,  8192,    32,    1),
-    Plan("backward",  math.inf,        0,  4, "stream",     0,  2048,     8,    2,    4, 131072),
-    Plan("backward",  math.inf,        0,  2, "stream",     0,  4096,     4,    4,    3,  65536),
+    Plan("backward",    32768,        2,  4, "online",     0,  8192,    32,    1),
+    Plan("backward",  math.inf,        0,  4, "stream",     0,  8192,    32,    1,    1, 262144),
+    Plan("backward",  math.inf,        0,  2, "stream",     0, 16384,    32,    1,    1, 262144),
 )
 
 # Exchange programs re-read their row's slots up to this many times (~0.5 us each, an L2 round
@@ -988,6 +992,8 @@ def _backward_stream(dx, y, dy, block_size, num_warps, programs_per_sm, num_stag
     """Launch the two-HBM-pass streaming backward on a persistent grid of (row, segment) items."""
     n_rows, n_cols = y.shape
     vec = _exchange_vec(y.element_size(), dx, y, dy)
+    segment_bytes = _few_rows_segment(segment_bytes, n_rows, n_cols * 2 * y.element_size(),
+                                      programs_per_sm * _sm_count(y.device))
     n_segments, blocks_per_segment = _stream_segments(n_cols, 2 * y.element_size(), block_size, segment_bytes,
                                                       align, vec)
     slots = torch.zeros(n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=y.device)

@@ -39,13 +39,19 @@ TILE_STREAM_NS = [131072, 262144, 524288, 777777, 1048576]
 # (vectors per thread, warps, programs per SM, unroll) for the tile kernel, loops unrolled
 UNROLL_CONFIGS = [(1, 32, 2, 1), (1, 32, 2, 2), (2, 32, 1, 1), (2, 32, 1, 2), (2, 32, 1, 4), (4, 32, 1, 1)]
 UNROLL_NS = [32768, 65536, 131072]
+# (block bytes, warps, programs per SM, stages, segment bytes) for the backward stream kernel;
+# stages 1: plain loads, many warps (what made the forward's tile-stream faster)
 BACKWARD_CONFIGS = [
-    (8192, 4, 4, 3, 65536),
     (8192, 8, 2, 4, 131072),
-    (4096, 4, 6, 4, 65536),
-    (8192, 8, 3, 3, float("inf")),
+    (4096, 4, 4, 3, 65536),
+    (16384, 32, 1, 1, 262144),
+    (32768, 32, 1, 1, 262144),
+    (16384, 32, 1, 2, 262144),
+    (16384, 16, 2, 1, 262144),
+    (16384, 32, 1, 1, 131072),
+    (32768, 32, 1, 1, 524288),
 ]
-BACKWARD_NS = [12800, 16384, 32768, 65536, 131072, 1048576]
+BACKWARD_NS = [32768, 65536, 131072, 262144, 777777, 1048576]
 SHORT = [("float16", 12800), ("float16", 1024), ("bfloat16", 1024), ("float32", 1024), ("float32", 2048), ("float32", 4096),
          ("float32", 8192), ("float32", 16384)]
 SHORT_TILES = [(1, 2), (1, 4), (2, 4), (4, 4), (8, 8), (2, 8), (4, 8), (1, 8), (1, 16), (1, 32), (2, 16)]
