@@ -32,10 +32,10 @@ TILE_NS = [12800, 16384, 32768, 65536, 131072, 262144]
 # (vectors per thread, warps, programs per SM, segment bytes, unroll) for the tile-stream kernel:
 # 132 SMs x programs x segment bytes in flight = 17-34 MB, under L2, at 64 warps per SM
 TILE_STREAM_CONFIGS = [
-    (2, 32, 1, 262144, 1), (2, 32, 1, 262144, 2), (2, 32, 1, 131072, 1), (2, 32, 1, 524288, 1),
-    (4, 32, 1, 262144, 1), (4, 32, 1, 524288, 1), (2, 16, 2, 262144, 1), (4, 16, 2, 262144, 1),
+    (2, 32, 1, 262144, 1), (1, 32, 2, 131072, 1), (1, 16, 3, 131072, 1), (1, 16, 3, 262144, 1),
+    (1, 8, 6, 131072, 1), (2, 16, 3, 262144, 1), (1, 16, 4, 131072, 1), (2, 8, 6, 131072, 1),
 ]
-TILE_STREAM_NS = [131072, 262144, 524288, 777777, 1048576]
+TILE_STREAM_NS = [65536, 262144, 1048576]
 # (vectors per thread, warps, programs per SM, unroll) for the tile kernel, loops unrolled
 UNROLL_CONFIGS = [(1, 32, 2, 1), (1, 32, 2, 2), (2, 32, 1, 1), (2, 32, 1, 2), (2, 32, 1, 4), (4, 32, 1, 1)]
 UNROLL_NS = [32768, 65536, 131072]
@@ -144,12 +144,18 @@ def checked_and_timed(variants, args, ref, scale, dtype, moved, copy_ms) -> list
     lines = []
     for label, fn in variants:
         try:
-            passed = check(fn(*args), ref, dtype, scale)["passed"]
+            sm._launch_log = []  # the kernels this call launches, for their registers and spills
+            try:
+                passed = check(fn(*args), ref, dtype, scale)["passed"]
+                facts = [sm._kernel_facts(k, h, kw) for k, h, kw in sm._launch_log if h is not None]
+            finally:
+                sm._launch_log = None
             t = timed(fn, *args) if passed else {"ms": float("inf"), "p20": None, "p80": None}
         except Exception as exc:  # a config that cannot launch (resources) is reported, not fatal
             print(f"  {label}: {type(exc).__name__}: {exc}"[:300], flush=True)
             continue
-        lines.append(row(label, t, moved, copy_ms, passed))
+        regs = ", ".join(f"{f['n_regs']} regs {f['n_spills']} spills" for f in facts)
+        lines.append(dict(row(label, t, moved, copy_ms, passed), facts=facts, variant=f"{label} [{regs}]"))
     return lines
 
 
