@@ -266,36 +266,57 @@ def parse_json(raw: bytes, fast: bool = True):
 
 def load_artifact(path: Path) -> dict:
     """Read, migrate and validate one artifact file."""
+    return read_artifact(path)[0]
+
+
+def read_artifact(path: Path, check: bool = True, reading: str | None = None) -> tuple:
+    """(artifact, reading) of one file: read, migrated and, if check, validated.
+
+    reading says how the bytes were parsed: "fast" (orjson) or "exact" (json, for what orjson
+    reads differently). check=False is for a file another process validates at the same time
+    (parallel.load_runs), which then says which reading to use; it still parses and migrates it
+    and checks the run_id.
+    """
     try:
         raw = Path(path).read_bytes()
-        data = parse_json(raw)
+        data = parse_json(raw, fast=reading != "exact")
     except FileNotFoundError:
         raise BuildError(path, "file not found") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BuildError(path, f"not valid JSON: {exc}") from None
+    if not check:
+        if not isinstance(data, dict):
+            raise BuildError(path, "a run artifact must be a JSON object")
+        artifact = migrate(data, path)
+    else:
+        artifact, reading = _checked(data, raw, path)
+    expected = Path(path).stem
+    if artifact.get("run_id") != expected:  # get: unchecked, the artifact may lack it
+        raise BuildError(path, f"run_id {artifact.get('run_id')!r} does not match the file name {expected!r}")
+    return artifact, reading
+
+
+def _checked(data, raw: bytes, path) -> tuple:
+    """(artifact, reading) of parsed data, validated (or known valid from the cache's marker)."""
     # Artifacts never change once written: the same bytes checked by the same validator need no
     # second schema walk (it dominates a build of hundreds of runs with all their samples). The
     # marker says which reading passed, so a rebuild reads the file as the first build did.
     marker = CACHE_DIR / hashlib.sha256(raw + _VALIDATOR_VERSION.encode()).hexdigest() if CACHE_DIR else None
     reading = marker.read_text() if marker is not None and marker.exists() else None
     if reading in ("fast", "exact") and isinstance(data, dict) and data.get("schema_version") == SCHEMA_VERSION:
-        artifact = data if reading == "fast" else parse_json(raw, fast=False)
-    else:
-        try:
-            artifact, reading = validate(data, path), "fast"
-        except BuildError:
-            if orjson is None:
-                raise
-            # Read by json instead: its whole integers may pass where orjson's floats did not, and
-            # its reading is the one judged and explained.
-            artifact, reading = validate(parse_json(raw, fast=False), path), "exact"
-        if marker is not None:
-            marker.parent.mkdir(parents=True, exist_ok=True)
-            marker.write_text(reading)
-    expected = Path(path).stem
-    if artifact["run_id"] != expected:
-        raise BuildError(path, f"run_id {artifact['run_id']!r} does not match the file name {expected!r}")
-    return artifact
+        return (data if reading == "fast" else parse_json(raw, fast=False)), reading
+    try:
+        artifact, reading = validate(data, path), "fast"
+    except BuildError:
+        if orjson is None:
+            raise
+        # Read by json instead: its whole integers may pass where orjson's floats did not, and
+        # its reading is the one judged and explained.
+        artifact, reading = validate(parse_json(raw, fast=False), path), "exact"
+    if marker is not None:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(reading)
+    return artifact, reading
 
 
 def dumps(artifact: dict) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from kernellab.artifacts import load_artifact
+from kernellab.artifacts import read_artifact
 from kernellab.errors import BuildError
 from kernellab.parallel import load_runs
 from kernels.profiles import PROFILES
@@ -209,7 +209,7 @@ def load_content(root: Path, workers=None) -> Content:
     if len(ids) != len(set(ids)):
         raise BuildError(dec_dir, "two decision records share an id")
     paths = _files(runs_dir, "*.json") if runs_dir.is_dir() else []
-    runs = load_runs(paths, load_artifact, workers)
+    runs = load_runs(paths, read_artifact, workers)
     for path, run in zip(paths, runs):
         run["source_path"] = str(path)
     runs.sort(key=lambda r: (r["started_utc"] or "", r["run_id"]))

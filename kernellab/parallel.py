@@ -1,10 +1,11 @@
 """The second pair of hands of a large build: one worker process, forked when the build starts.
 
-While this process loads some of the run artifacts, the worker loads the others and hands them
-back as marshal bytes (read back three times faster than JSON parses), compiles the page
-templates into their cache, then imports matplotlib. When the plots are known, it forks one
-helper per spare CPU, warm from that import, and they draw them while this process renders the
-pages.
+The worker compiles the page templates into their cache and imports matplotlib (when plots are
+to be drawn), then validates a share of the run artifacts against the schema while this process
+parses them all and validates the rest. When the plots are known, it forks one helper per spare
+CPU, warm from that import, and they draw them while this process judges and renders the pages;
+the run pages render meanwhile in a child forked from this process (Forked), which sees the
+loaded runs without a copy.
 
 Everything a worker makes is what this process would make: the same functions on the same
 inputs (the tests compare the bytes of a parallel and a serial build).
@@ -15,7 +16,6 @@ import marshal
 import multiprocessing
 import os
 import traceback
-from pathlib import Path
 
 from kernellab.errors import BuildError
 
@@ -32,20 +32,29 @@ def can_fork() -> bool:
     return "fork" in multiprocessing.get_all_start_methods() and os.name == "posix" and os.uname().sysname != "Darwin"
 
 
-def load_share(paths: list, load_artifact) -> tuple:
-    """Worker side: load artifacts in order until one fails; (marshal bytes of those loaded, the
-    BuildError of the one that failed or None)."""
-    loaded, error = [], None
+_CHECKED: list = []  # in the worker: the artifacts it validated, kept so that none is freed (it ends by os._exit)
+# Shared by this process and the worker, made before the worker is forked: [the index of the file
+# this process is reading, the lowest index the worker has claimed]. See load_runs.
+_PROGRESS = None
+
+
+def check_from_the_end(paths: list, read_artifact) -> tuple:
+    """Worker side: validate artifacts from the last one back, until this process's reading
+    reaches the next; ({index: reading} of those that passed, [(index, BuildError)] of the rest)."""
+    readings, errors = {}, []
     enabled = gc.isenabled()
     gc.disable()  # millions of objects and no cycles: collections would only cost time
     try:
-        for path in paths:
+        j = len(paths) - 1
+        while j >= 0 and _PROGRESS[0] < j:
+            _PROGRESS[1] = j  # claimed: this process no longer checks it, so it is checked here whatever happens
             try:
-                loaded.append(load_artifact(path))
+                artifact, readings[j] = read_artifact(paths[j])
+                _CHECKED.append(artifact)
             except BuildError as exc:
-                error = exc
-                break
-        return marshal.dumps(loaded), error
+                errors.append((j, exc))
+            j -= 1
+        return readings, errors
     finally:
         if enabled:
             gc.enable()
@@ -134,17 +143,18 @@ class Workers:
     def __init__(self, processes: int, warm_up: bool):
         """processes: how many may draw plots at once, this worker and its helpers; warm_up: whether
         plots will be drawn, so the worker compiles the templates and imports matplotlib first."""
+        global _PROGRESS
         self.processes, self.futures = processes, []
+        _PROGRESS = multiprocessing.RawArray("q", 2)  # before the fork, so that the worker shares it
         self.pool = concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
         # Warming up before loading puts matplotlib's import (most of a second) off the path to
-        # the first plot; this process loads the larger share meanwhile.
-        self.share = WORKER_SHARE_AFTER_WARM_UP if warm_up else WORKER_SHARE
+        # the first plot; this process reads artifacts meanwhile.
         if warm_up:
             self.pool.submit(warm_worker)
 
-    def load(self, paths: list, load_artifact) -> concurrent.futures.Future:
-        """Start loading these artifacts with load_artifact; the future holds load_share's answer."""
-        return self._submit(load_share, paths, load_artifact)
+    def check(self, paths: list, read_artifact) -> concurrent.futures.Future:
+        """Start validating artifacts from the last back; the future holds check_from_the_end's answer."""
+        return self._submit(check_from_the_end, paths, read_artifact)
 
     def draw(self, jobs: list) -> concurrent.futures.Future:
         """Start drawing [(plot, args)]; the future holds [SVG bytes] in the same order."""
@@ -172,47 +182,34 @@ class Workers:
         self.close()
 
 
-# Of the bytes to load, the worker's share. This process reads the worker's share back too, but
-# the worker has its own extra work (marshal, a fork): measured, half is as good as any. After
-# warming up (0.8 s here), the worker has time left for less: a quarter evens the two out.
-WORKER_SHARE = 0.5
-WORKER_SHARE_AFTER_WARM_UP = 0.25
+def load_runs(paths: list, read_artifact, workers: Workers | None) -> list:
+    """The artifacts at paths, in order, read here; the worker, if there is one, validates some.
 
-
-def split_by_size(sizes: list, share: float = WORKER_SHARE) -> tuple:
-    """(mine, theirs): indexes of the files for this process and for the worker, each in order,
-    the worker's holding about `share` of the bytes."""
-    mine, theirs, my_bytes, their_bytes = [], [], 0, 0
-    for i, size in enumerate(sizes):
-        if their_bytes * (1 - share) <= my_bytes * share:
-            theirs.append(i)
-            their_bytes += size
-        else:
-            mine.append(i)
-            my_bytes += size
-    return mine, theirs
-
-
-def load_runs(paths: list, load_artifact, workers: Workers | None) -> list:
-    """The artifacts at paths, in order: a share of them loaded by the worker, if there is one.
-
-    Each side loads its files in order and stops at its first failure, so the first file that
-    fails in path order (as when loading alone) raises its BuildError.
+    This process parses every file in order and validates each one the worker has not claimed;
+    the worker validates from the last file back until the two meet, so each does what its speed
+    allows. A file both happen to check is checked twice, never none. Errors: the first failing
+    file in path order (the worker's message for a file both fail, as a full read gives it).
     """
     if workers is None or len(paths) < 2:
-        return [load_artifact(path) for path in paths]
-    mine, theirs = split_by_size([Path(p).stat().st_size for p in paths], workers.share)
-    future = workers.load([paths[i] for i in theirs], load_artifact)
-    loaded, my_error = {}, None
-    for i in mine:
-        try:
-            loaded[i] = load_artifact(paths[i])
-        except BuildError as exc:
-            my_error = exc
-            break
-    data, their_error = future.result()
-    loaded.update(zip(theirs, marshal.loads(data)))
-    for i in range(len(paths)):
-        if i not in loaded:
-            raise my_error if i in mine else their_error
-    return [loaded[i] for i in range(len(paths))]
+        return [read_artifact(path)[0] for path in paths]
+    _PROGRESS[0], _PROGRESS[1] = -1, len(paths)
+    future = workers.check(paths, read_artifact)
+    loaded, errors = [], []
+    try:
+        for i, path in enumerate(paths):
+            _PROGRESS[0] = i
+            try:
+                loaded.append(read_artifact(path, check=i < _PROGRESS[1])[0])
+            except BuildError as exc:
+                errors.append((i, 1, exc))
+                break
+    finally:
+        _PROGRESS[0] = len(paths)  # the worker stops at its next file
+    readings, their_errors = future.result()
+    errors += [(j, 0, exc) for j, exc in their_errors]
+    if errors:
+        raise min(errors, key=lambda e: e[:2])[2]
+    for j, reading in readings.items():
+        if reading != "fast":  # the worker needed json's reading of this file: take the same
+            loaded[j] = read_artifact(paths[j], check=False, reading=reading)[0]
+    return loaded

@@ -355,7 +355,8 @@ def test_a_parallel_build_reports_the_first_bad_file_and_leaves_public_alone(tmp
     assert build(root) == 0
     before = site_bytes(root / "public")
     paths = sorted((root / "runs").glob("*.json"))
-    # The worker loads every other file: break one of its files and a later one of this process's.
+    # This process reads from the first file on and the worker checks from the last one back, so
+    # either may meet a broken file first: the earlier one in path order is reported.
     paths[1].write_text("{not json")
     paths[2].write_text(json.dumps({"schema_version": 1}))
     assert build(root) == 1
@@ -390,3 +391,29 @@ def test_forked_work_comes_back_with_its_result_or_its_error():
     assert parallel.Forked(lambda: [(p, p.encode()) for p in held["pages"]]).result() == [("a", b"a"), ("b", b"b")]
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         parallel.Forked(lambda: 1 / 0).result()
+
+
+@pytest.mark.parametrize("broken", [[0], [5], [2, 4], [3, 5], []])
+def test_loading_with_the_worker_gives_what_loading_alone_gives(tmp_path, broken):
+    """Whichever process meets a broken file (the worker checks from the end, this one from the
+    start), the first one in path order is the error; with none broken, the same runs."""
+    from kernellab import artifacts, parallel
+    from kernellab.errors import BuildError
+
+    if not parallel.can_fork():
+        pytest.skip("no fork here")
+    root = bench_project(tmp_path, n_runs=6)
+    paths = sorted((root / "runs").glob("*.json"))
+    for k in broken:  # a schema error (only a full check finds it) or broken JSON (any reader does)
+        paths[k].write_text(json.dumps({"schema_version": 1}) if k % 2 else "{not json")
+
+    def outcome(workers):
+        try:
+            return parallel.load_runs(paths, artifacts.read_artifact, workers)
+        except BuildError as exc:
+            return str(exc)
+
+    alone = outcome(None)
+    with parallel.Workers(2, warm_up=False) as workers:
+        assert outcome(workers) == alone
+    assert isinstance(alone, str) == bool(broken)
