@@ -171,34 +171,29 @@ def tile_probe(out: list) -> None:
             report("tile", m, n, dtype, lines, out)
 
 
-def tile_stream_probe(out: list) -> None:
-    """Copy, dispatcher and every tile-stream config, per long N and dtype."""
-    for n in TILE_STREAM_NS:
+def forward_configs_probe(kind: str, ns: list, variants: list, out: list) -> None:
+    """Copy, dispatcher and each (label, forward callable) of variants, per N and dtype."""
+    for n in ns:
         for dtype in DTYPES:
             m, x, moved, ref, scale = forward_input(n, dtype)
             y = torch.empty_like(x)
             copy_ms = timed(lambda: y.copy_(x))["ms"]
             lines = [row("copy", {"ms": copy_ms, "p20": None, "p80": None}, moved, copy_ms),
                      row("dispatcher", timed(sm.softmax_forward, x), moved, copy_ms)]
-            variants = [(f"tile-stream {c}", tile_stream_forward(c)) for c in TILE_STREAM_CONFIGS]
             lines += checked_and_timed(variants, (x,), ref, scale, dtype, moved, copy_ms)
-            report("tilestream", m, n, dtype, lines, out)
+            report(kind, m, n, dtype, lines, out)
             torch.cuda.empty_cache()
+
+
+def tile_stream_probe(out: list) -> None:
+    """Every tile-stream config, per long N and dtype."""
+    forward_configs_probe("tilestream", TILE_STREAM_NS,
+                          [(f"tile-stream {c}", tile_stream_forward(c)) for c in TILE_STREAM_CONFIGS], out)
 
 
 def unroll_probe(out: list) -> None:
-    """Copy, dispatcher and the tile kernel with unrolled loops, per N and dtype."""
-    for n in UNROLL_NS:
-        for dtype in DTYPES:
-            m, x, moved, ref, scale = forward_input(n, dtype)
-            y = torch.empty_like(x)
-            copy_ms = timed(lambda: y.copy_(x))["ms"]
-            lines = [row("copy", {"ms": copy_ms, "p20": None, "p80": None}, moved, copy_ms),
-                     row("dispatcher", timed(sm.softmax_forward, x), moved, copy_ms)]
-            variants = [(f"tile {c}", tile_unrolled_forward(c)) for c in UNROLL_CONFIGS]
-            lines += checked_and_timed(variants, (x,), ref, scale, dtype, moved, copy_ms)
-            report("unroll", m, n, dtype, lines, out)
-            torch.cuda.empty_cache()
+    """The tile kernel with unrolled loops, per N and dtype."""
+    forward_configs_probe("unroll", UNROLL_NS, [(f"tile {c}", tile_unrolled_forward(c)) for c in UNROLL_CONFIGS], out)
 
 
 def backward_probe(out: list) -> None:
