@@ -296,12 +296,19 @@ def read_artifact(path: Path, check: bool = True, reading: str | None = None) ->
     return artifact, reading
 
 
+def _marker_name(raw: bytes) -> str:
+    """The cache marker's name for these bytes under this validator (no copy of raw is made)."""
+    digest = hashlib.sha256(raw)
+    digest.update(_VALIDATOR_VERSION.encode())
+    return digest.hexdigest()
+
+
 def _checked(data, raw: bytes, path) -> tuple:
     """(artifact, reading) of parsed data, validated (or known valid from the cache's marker)."""
     # Artifacts never change once written: the same bytes checked by the same validator need no
     # second schema walk (it dominates a build of hundreds of runs with all their samples). The
     # marker says which reading passed, so a rebuild reads the file as the first build did.
-    marker = CACHE_DIR / hashlib.sha256(raw + _VALIDATOR_VERSION.encode()).hexdigest() if CACHE_DIR else None
+    marker = CACHE_DIR / _marker_name(raw) if CACHE_DIR else None
     reading = marker.read_text() if marker is not None and marker.exists() else None
     if reading in ("fast", "exact") and isinstance(data, dict) and data.get("schema_version") == SCHEMA_VERSION:
         return (data if reading == "fast" else parse_json(raw, fast=False)), reading
