@@ -678,8 +678,11 @@ class Plan(NamedTuple):
 #   93%; runs 20261122T013138Z, 20261122T013627Z), so 32768 stays on the whole-row kernel.
 #   Past 65536, 2 vectors a thread with the loops unrolled twice: +2.4% (H100) and +1.8% (H200)
 #   at 131072 fp16 over the same tile not unrolled (notes/probes/2026-11-22-*-tile-stream.json).
-# - fp32 32k-64k: "exchange" (one HBM pass; 92% of copy on an H100 at 65536, where "tile" with
-#   its loops unrolled 4x is 9% faster on the H200 but slower on the H100).
+#   To 65536, 2 vectors a thread unrolled 4x: +3% (H100) and +1.5% (H200) at 65536 fp16 over
+#   1 vector x 32 warps x 2; and for fp32 +9% on the H200 (86% of copy against exchange's 79%)
+#   but -1.9% on the H100 (2,706 against 2,758 GB/s, about 90% of copy): the table takes the
+#   better worst case (notes/probes/2026-11-22-h100-unroll.json, ...-h200-tile-stream.json).
+# - fp32 with few rows, 32k-64k: "exchange" (one HBM pass).
 # - Longer rows, and any long row with too few rows for a persistent grid: "tile-stream", the
 #   tile kernel's steps (2 vectors a thread, 32 warps, 1 program per SM) over 256 KB segments,
 #   132 x 256 KB = 34 MB in flight, under L2. Probed against the pipelined 1-D "stream" it
@@ -707,7 +710,7 @@ SOFTMAX_PLANS = (
     Plan("forward",      8192,        0,  0, "rows",       1,     0,    16,    0),
     Plan("forward",     16384,        0,  0, "rows",       1,     0,    16,    0),
     Plan("forward",     32768,        0,  0, "rows",       1,     0,    32,    0),
-    Plan("forward",     65536,        2,  2, "tile",       1,     0,    32,    2),
+    Plan("forward",     65536,        2,  0, "tile",       2,     0,    32,    1,    0,      0, 4),
     Plan("forward",    131072,        2,  2, "tile",       2,     0,    32,    1,    0,      0, 2),
     Plan("forward",     65536,        0,  4, "exchange",   0,  4096,     8,    4),
     Plan("forward",  math.inf,        0,  0, "tile-stream", 2,    0,    32,    1,    0, 262144),
