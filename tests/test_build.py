@@ -330,7 +330,7 @@ def test_a_parallel_build_is_byte_for_byte_a_serial_one(tmp_path, monkeypatch):
     if not parallel.can_fork():
         pytest.skip("no fork here: builds are serial")
     root = bench_project(tmp_path)
-    monkeypatch.setattr(parallel, "usable_cpus", lambda: 3)  # a worker and two plot processes
+    monkeypatch.setattr(parallel, "usable_cpus", lambda: 3)  # two drawing processes: the worker and a helper
     sites = {}
     for name, min_runs in (("serial", 10**9), ("parallel", 1), ("parallel, plots cached", 1)):
         monkeypatch.setattr(cli, "PARALLEL_MIN_RUNS", min_runs)
