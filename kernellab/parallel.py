@@ -56,6 +56,7 @@ def check_from_the_end(paths: list, read_artifact) -> tuple:
             j -= 1
         return readings, errors
     finally:
+        gc.freeze()  # the kept artifacts: later collections, while drawing, need not walk them
         if enabled:
             gc.enable()
 
