@@ -214,7 +214,9 @@ def semantic_errors(artifact: dict) -> list[str]:
 
 
 def migrate(artifact: dict, path) -> dict:
-    """Bring an artifact to SCHEMA_VERSION step by step, or refuse an unknown version."""
+    """Bring an artifact to SCHEMA_VERSION step by step, or refuse an unknown version (or no object)."""
+    if not isinstance(artifact, dict):
+        raise BuildError(path, "a run artifact must be a JSON object")
     version = artifact.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool):
         raise BuildError(path, f"schema_version must be an integer, got {version!r}")
@@ -231,8 +233,6 @@ def migrate(artifact: dict, path) -> dict:
 
 def validate(artifact: dict, path) -> dict:
     """Migrate and validate one artifact dict; raise BuildError listing every problem."""
-    if not isinstance(artifact, dict):
-        raise BuildError(path, "a run artifact must be a JSON object")
     artifact = migrate(artifact, path)
     errors = ([] if _artifact_ok(artifact) else schema_errors(artifact)) or semantic_errors(artifact)  # semantics assume the right shape
     if errors:
@@ -285,8 +285,6 @@ def read_artifact(path: Path, check: bool = True, reading: str | None = None) ->
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BuildError(path, f"not valid JSON: {exc}") from None
     if not check:
-        if not isinstance(data, dict):
-            raise BuildError(path, "a run artifact must be a JSON object")
         artifact = migrate(data, path)
     else:
         artifact, reading = _checked(data, raw, path)

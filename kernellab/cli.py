@@ -189,8 +189,8 @@ def build(root: Path, out: Path) -> int:
 
     use_caches(root)
     processes = parallel_processes(root)
-    # With no plot cache (a fresh clone) every plot is drawn: the worker imports matplotlib as soon
-    # as its share of the runs is loaded. Otherwise it waits to see if any plot is missing.
+    # With no plot cache (a fresh clone) every plot is drawn: the worker imports matplotlib before
+    # it starts validating. Otherwise it imports it only if some plot turns out to be missing.
     cold = not (plots.CACHE_DIR.is_dir() and any(plots.CACHE_DIR.iterdir()))
     with parallel.Workers(processes, warm_up=cold) if processes else contextlib.nullcontext() as workers:
         content = load(root, workers)

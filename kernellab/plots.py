@@ -432,7 +432,8 @@ class Plotter:
                 self.drawn[path] = key.read_bytes()
             else:
                 missing.append((path, key, plot, args))
-        future = self.workers.draw([job[2:] for job in missing]) if self.workers is not None and missing else None
+        jobs_to_draw = [(plot, args) for _, _, plot, args in missing]
+        future = self.workers.draw(jobs_to_draw) if self.workers is not None and missing else None
         self.batches.append((missing, future))
 
     def results(self) -> dict:

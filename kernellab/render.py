@@ -150,9 +150,8 @@ def group_plots(experiment: dict, run: dict, verdict, label: str, anchor: str) -
     """The plots of one device's headline run: {path, job, alt, caption, kind, ...}; job is
     (plot function, arguments), drawn later (see plots.Plotter)."""
     figures = run_plots(experiment, run, label, anchor)
-    speedup = speedup_plot(experiment, verdict, label, anchor)
-    at = len(figures) - (figures[-1]["kind"] == "latency" if figures else 0)  # the speedup before the latency
-    return figures[:at] + speedup + figures[at:]
+    bandwidth = [f for f in figures if f["kind"] == "bandwidth"]
+    return bandwidth + speedup_plot(experiment, verdict, label, anchor) + [f for f in figures if f["kind"] != "bandwidth"]
 
 
 def run_plots(experiment: dict, run: dict, label: str, anchor: str) -> list:

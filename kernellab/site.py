@@ -27,10 +27,7 @@ class SiteWriter:
         if str(path) in self.files:
             raise ValueError(f"refusing to write {rel_path!r} twice")
         self.files.add(str(path))
-        if self.staging is None:
-            self.out_dir.parent.mkdir(parents=True, exist_ok=True)
-            self.staging = Path(tempfile.mkdtemp(prefix=f".{self.out_dir.name}.new-", dir=self.out_dir.parent))
-        target = self.staging.joinpath(*path.parts)
+        target = self._staging_dir().joinpath(*path.parts)
         target.parent.mkdir(parents=True, exist_ok=True)
         if isinstance(data, Path):
             shutil.copyfile(data, target)
@@ -39,10 +36,7 @@ class SiteWriter:
 
     def commit(self) -> None:
         """Swap the staging folder in for out_dir (an empty site if nothing was added)."""
-        if self.staging is None:
-            self.out_dir.parent.mkdir(parents=True, exist_ok=True)
-            self.staging = Path(tempfile.mkdtemp(prefix=f".{self.out_dir.name}.new-", dir=self.out_dir.parent))
-        os.chmod(self.staging, 0o755)
+        os.chmod(self._staging_dir(), 0o755)
         old = None
         if self.out_dir.exists():
             old = self.out_dir.with_name(f".{self.out_dir.name}.old-{os.getpid()}")
@@ -56,6 +50,13 @@ class SiteWriter:
         self.staging = None
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
+
+    def _staging_dir(self) -> Path:
+        """The staging folder beside out_dir, made at first use."""
+        if self.staging is None:
+            self.out_dir.parent.mkdir(parents=True, exist_ok=True)
+            self.staging = Path(tempfile.mkdtemp(prefix=f".{self.out_dir.name}.new-", dir=self.out_dir.parent))
+        return self.staging
 
     def abort(self) -> None:
         """Remove what was staged; out_dir stays as it was."""
