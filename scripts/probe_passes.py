@@ -1,0 +1,168 @@
+"""Probe: which pass of tile-stream holds long rows back? Each pass timed on its own.
+
+Diagnostic, not evidence. On the shapes where tile-stream stops at 60-80% of copy it times:
+  pass1   - the reading pass alone (segment max and sum, written to a slot; 1 tensor of HBM reads);
+  pass2   - the writing pass alone, from HBM rather than L2 (y = exp(x); a copy's traffic);
+  full    - tile-stream as the dispatcher runs it;
+  unrolled pass 1 - tile-stream with pass 1's loop unrolled 2x or 4x and pass 2's not,
+and a device copy of the same bytes. If pass 1 alone falls well short of the copy's rate, the
+reading pass (loads in flight) is the limit; if pass 2 does, the write side is.
+Every full variant is checked against float64 on every element first.
+
+    python scripts/probe_passes.py     # on a CUDA machine; $OUT/probe_passes.json when OUT is set
+"""
+import json
+import os
+import sys
+from pathlib import Path
+
+import torch
+import triton
+import triton.language as tl
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from kernels import triton_softmax as sm  # noqa: E402
+from kernels.triton_softmax import (_await_row, _combine_partials, _pack, _row_bases,  # noqa: E402
+                                    _tile_segment_max_sum, _tile_segment_write)
+
+VECTORS, WARPS, PROGRAMS, SEGMENT = 2, 32, 1, 262144  # the dispatcher's tile-stream config
+
+
+@triton.jit
+def _pass1_kernel(input_ptr, slots_ptr, input_row_stride, n_rows, n_cols, n_segments, blocks_per_segment,
+                  TILE_ROWS: tl.constexpr, VEC: tl.constexpr, UNROLL: tl.constexpr):
+    """Pass 1 alone: each (row, segment) item's (max, sum) into its slot."""
+    for item in range(tl.program_id(0), n_rows * n_segments, tl.num_programs(0)):
+        row = item // n_segments
+        in_base, out_base, first_col, n_blocks = _row_bases(row, input_row_stride, input_row_stride, n_cols,
+                                                            TILE_ROWS * VEC, VEC)
+        first_block = (item % n_segments) * blocks_per_segment
+        end_block = tl.minimum(first_block + blocks_per_segment, n_blocks)
+        m, s = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, first_block, end_block,
+                                     TILE_ROWS, VEC, UNROLL)
+        tl.store(slots_ptr + item, _pack(m, s))
+
+
+@triton.jit
+def _pass2_kernel(output_ptr, input_ptr, input_row_stride, n_rows, n_cols, n_segments, blocks_per_segment,
+                  TILE_ROWS: tl.constexpr, VEC: tl.constexpr, UNROLL: tl.constexpr):
+    """Pass 2 alone: y = exp(x) over each item, read from HBM."""
+    for item in range(tl.program_id(0), n_rows * n_segments, tl.num_programs(0)):
+        row = item // n_segments
+        in_base, out_base, first_col, n_blocks = _row_bases(row, input_row_stride, input_row_stride, n_cols,
+                                                            TILE_ROWS * VEC, VEC)
+        first_block = (item % n_segments) * blocks_per_segment
+        end_block = tl.minimum(first_block + blocks_per_segment, n_blocks)
+        _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, first_block,
+                            end_block, 0.0, 1.0, TILE_ROWS, VEC, UNROLL)
+
+
+@triton.jit
+def _split_unroll_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
+                         n_segments, blocks_per_segment, max_polls, TILE_ROWS: tl.constexpr,
+                         SEGMENTS_BLOCK: tl.constexpr, VEC: tl.constexpr, UNROLL1: tl.constexpr,
+                         UNROLL2: tl.constexpr):
+    """tile-stream (contiguous rows, no fallback tuning) with each pass's unroll set apart."""
+    for item in range(tl.program_id(0), n_rows * n_segments, tl.num_programs(0)):
+        row = item // n_segments
+        in_base, out_base, first_col, n_blocks = _row_bases(row, input_row_stride, output_row_stride, n_cols,
+                                                            TILE_ROWS * VEC, VEC)
+        first_block = (item % n_segments) * blocks_per_segment
+        end_block = tl.minimum(first_block + blocks_per_segment, n_blocks)
+        m, s = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, first_block, end_block,
+                                     TILE_ROWS, VEC, UNROLL1)
+        tl.atomic_xchg(slots_ptr + item, _pack(m, s), sem="relaxed")
+        packed, n_missing, in_row = _await_row(slots_ptr, row, n_segments, max_polls, SEGMENTS_BLOCK)
+        if n_missing > 0:
+            for sibling in range(0, n_segments):
+                slot = slots_ptr + row * n_segments + sibling
+                if tl.load(slot, volatile=True) == 0:
+                    s_first = sibling * blocks_per_segment
+                    s_m, s_s = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, s_first,
+                                                     tl.minimum(s_first + blocks_per_segment, n_blocks),
+                                                     TILE_ROWS, VEC, UNROLL1)
+                    tl.atomic_xchg(slot, _pack(s_m, s_s), sem="relaxed")
+            packed = tl.load(slots_ptr + row * n_segments + tl.arange(0, SEGMENTS_BLOCK), mask=in_row,
+                             other=-1, volatile=True)
+        row_max, inv_row_sum = _combine_partials(packed, in_row)
+        _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, first_block,
+                            end_block, row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL2)
+
+
+def layout(x):
+    """(vec, tile rows, n_segments, blocks per segment, grid) of the dispatcher's tile-stream config."""
+    n_rows, n_cols = x.shape
+    vec = 16 // x.element_size()
+    tile_rows = 32 * WARPS * VECTORS
+    segment = sm._few_rows_segment(SEGMENT, n_rows, n_cols * x.element_size(), PROGRAMS * sm._sm_count(x.device))
+    n_segments, per_segment = sm._stream_segments(n_cols, x.element_size(), tile_rows * vec, segment, vec, vec)
+    grid = PROGRAMS * sm._sm_count(x.device) // n_segments * n_segments
+    return vec, tile_rows, n_segments, per_segment, max(n_segments, min(n_rows * n_segments, grid))
+
+
+def pass1(unroll):
+    """Pass 1 alone (returns the slots, which nothing checks)."""
+    def run(x):
+        vec, tile_rows, n_segments, per_segment, grid = layout(x)
+        slots = torch.empty(x.shape[0] * n_segments, dtype=torch.int64, device=x.device)
+        _pass1_kernel[(grid,)](x, slots, x.stride(0), x.shape[0], x.shape[1], n_segments, per_segment,
+                               TILE_ROWS=tile_rows, VEC=vec, UNROLL=unroll, num_warps=WARPS)
+        return slots
+    return run
+
+
+def pass2(unroll):
+    """Pass 2 alone, from HBM."""
+    def run(x):
+        vec, tile_rows, n_segments, per_segment, grid = layout(x)
+        y = torch.empty_like(x)
+        _pass2_kernel[(grid,)](y, x, x.stride(0), x.shape[0], x.shape[1], n_segments, per_segment,
+                               TILE_ROWS=tile_rows, VEC=vec, UNROLL=unroll, num_warps=WARPS)
+        return y
+    return run
+
+
+def split_unroll(unroll1, unroll2):
+    """tile-stream with pass 1 unrolled unroll1 times and pass 2 unroll2 times."""
+    def run(x):
+        vec, tile_rows, n_segments, per_segment, grid = layout(x)
+        y = torch.empty_like(x)
+        slots = torch.zeros(x.shape[0] * n_segments, dtype=torch.int64, device=x.device)
+        _split_unroll_kernel[(grid,)](y, x, slots, x.stride(0), y.stride(0), x.shape[0], x.shape[1], n_segments,
+                                      per_segment, sm._max_polls(), TILE_ROWS=tile_rows,
+                                      SEGMENTS_BLOCK=sm._segments_block(n_segments), VEC=vec, UNROLL1=unroll1,
+                                      UNROLL2=unroll2, num_warps=WARPS)
+        return y
+    return run
+
+
+def main() -> None:
+    """Time each pass, the full kernel and the split unrolls per shape; the shares are of the copy."""
+    import probe_long_rows as p
+
+    p.warm_up_gpu()
+    out = []
+    for n in (131072, 262144, 1048576):
+        for dtype in ("float16", "float32"):
+            m, x, moved, ref, scale = p.forward_input(n, dtype)
+            y = torch.empty_like(x)
+            copy_ms = p.timed(lambda: y.copy_(x))["ms"]
+            half = moved / 2
+            lines = [p.row("copy", {"ms": copy_ms, "p20": None, "p80": None}, moved, copy_ms),
+                     p.row("dispatcher", p.timed(sm.softmax_forward, x), moved, copy_ms)]
+            for unroll in (1, 2, 4):
+                t = p.timed(pass1(unroll), x)
+                lines.append(dict(p.row(f"pass1 alone (reads only), unroll {unroll}", t, half, copy_ms),
+                                  note="GB/s of reads alone; copy_share = copy time / this time"))
+                lines.append(p.row(f"pass2 alone (from HBM), unroll {unroll}", p.timed(pass2(unroll), x), moved, copy_ms))
+            variants = [(f"tile-stream unroll pass1 {u1} pass2 {u2}", split_unroll(u1, u2))
+                        for u1, u2 in ((1, 1), (2, 1), (4, 1), (2, 2), (4, 2))]
+            lines += p.checked_and_timed(variants, (x,), ref, scale, dtype, moved, copy_ms)
+            p.report("passes", m, n, dtype, lines, out)
+            torch.cuda.empty_cache()
+    if os.environ.get("OUT"):
+        Path(os.environ["OUT"], "probe_passes.json").write_text(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()
