@@ -689,9 +689,8 @@ class Plan(NamedTuple):
 #   replaced (4 KB blocks, 4 warps, 8 programs per SM, 64 KB segments: 1.6x the ideal DRAM reads,
 #   or, with smaller segments, 12-29% of warps active): 262144-1M +11-24% on the H100, +2-16% on
 #   the H200 (fp32 1M: -1.7%), and +3% / +13% for fp32 131072 over "exchange". With too few rows
-#   the segments shrink so that every program has one (_few_rows_segment). fp32 unrolls both
-#   passes twice: +2.5-6.4% (H100) and +2.8-4.6% (H200) from 131072 to 1M; 2-byte rows gained
-#   under 1% that way, within the probe's noise (scripts/probe_passes.py, notes/kernels.md round 6).
+#   the segments shrink so that every program has one (_few_rows_segment). Unrolled twice, this
+#   kernel spills at its 64 registers and loses 3% at fp32 131072-262144 (notes/kernels.md, round 6).
 # Backward: rows to 16384 (2-byte: 32768); "online" for fp32 to 32768; "stream" beyond, as
 # the forward's tile-stream: 32 KB blocks of each tensor (one or two 16-byte vectors a thread),
 # 32 warps, 1 program per SM, plain loads (1 stage), 256 KB segments. On the H200 probe
@@ -715,8 +714,7 @@ SOFTMAX_PLANS = (
     Plan("forward",     65536,        2,  0, "tile",       2,     0,    32,    1,    0,      0, 4),
     Plan("forward",    131072,        2,  2, "tile",       2,     0,    32,    1,    0,      0, 2),
     Plan("forward",     65536,        0,  4, "exchange",   0,  4096,     8,    4),
-    Plan("forward",  math.inf,        0,  4, "tile-stream", 2,    0,    32,    1,    0, 262144, 2),
-    Plan("forward",  math.inf,        0,  2, "tile-stream", 2,    0,    32,    1,    0, 262144),
+    Plan("forward",  math.inf,        0,  0, "tile-stream", 2,    0,    32,    1,    0, 262144),
     Plan("backward",       64,        0,  0, "rows",      32,     0,     4,    0),
     Plan("backward",      128,        0,  0, "rows",      16,     0,     4,    0),
     Plan("backward",      256,        0,  0, "rows",       8,     0,     4,    0),

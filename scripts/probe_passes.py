@@ -136,12 +136,49 @@ def split_unroll(unroll1, unroll2):
     return run
 
 
+def real_without_maxnreg(unroll):
+    """The dispatcher's tile-stream launch, but with no maxnreg (32 warps cap registers at 64 anyway)."""
+    def run(x):
+        y = torch.empty_like(x)
+        n_rows, n_cols = x.shape
+        align = sm._vector_align(x.element_size(), n_cols, x.stride(0), y.stride(0))
+        vec, tile_rows, n_segments, per_segment, grid = layout(x)
+        slots = torch.zeros(n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=x.device)
+        sm._launch(sm._tile_stream_fwd_kernel, (grid,), y, x, slots, x.stride(0), y.stride(0), n_rows, n_cols,
+                   n_segments, per_segment, sm._max_polls(), TILE_ROWS=tile_rows,
+                   SEGMENTS_BLOCK=sm._segments_block(n_segments), ALIGN=align, VEC=vec, UNROLL=unroll,
+                   num_warps=WARPS)
+        return y
+    return run
+
+
+def real_against_split(out: list) -> None:
+    """fp32 only: the dispatcher's own tile-stream launch (unroll 1 and 2) beside the split kernel,
+    in one process. The sweep did not show the split kernel's unroll gain (round 6)."""
+    import probe_long_rows as p
+
+    for n in (131072, 262144, 1048576):
+        m, x, moved, ref, scale = p.forward_input(n, "float32")
+        variants = [(f"real tile-stream unroll {u}", p.tile_stream_forward((VECTORS, WARPS, PROGRAMS, SEGMENT, u)))
+                    for u in (1, 2)]
+        variants += [(f"split unroll {u1} {u2}", split_unroll(u1, u2)) for u1, u2 in ((1, 1), (2, 2))]
+        variants += [(f"real tile-stream unroll {u} without maxnreg", real_without_maxnreg(u)) for u in (1, 2)]
+        lines = [p.row("dispatcher", p.timed(sm.softmax_forward, x), moved, 1.0)]
+        lines += p.checked_and_timed(variants, (x,), ref, scale, "float32", moved, 1.0)
+        p.report("real", m, n, "float32", lines, out)
+
+
 def main() -> None:
     """Time each pass, the full kernel and the split unrolls per shape; the shares are of the copy."""
     import probe_long_rows as p
 
     p.warm_up_gpu()
     out = []
+    if sys.argv[1:] == ["real"]:
+        real_against_split(out)
+        if os.environ.get("OUT"):
+            Path(os.environ["OUT"], "probe_passes_real.json").write_text(json.dumps(out, indent=2))
+        return
     for n in (131072, 262144, 1048576):
         for dtype in ("float16", "float32"):
             m, x, moved, ref, scale = p.forward_input(n, dtype)
