@@ -89,6 +89,60 @@ def _split_unroll_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, out
                             end_block, row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL2)
 
 
+@triton.jit
+def _read_only_kernel(input_ptr, slots_ptr, input_row_stride, n_rows, n_cols, n_segments, blocks_per_segment,
+                      TILE_ROWS: tl.constexpr, VEC: tl.constexpr, WORK: tl.constexpr):
+    """Pass 1's loads with less work per element: WORK 0 sums x, 1 takes its max, 2 is _vector_online
+    but with the max taken in the input's own type before converting (exact: a max only selects)."""
+    tile = tl.arange(0, TILE_ROWS)[:, None] * VEC + tl.arange(0, VEC)[None, :]
+    for item in range(tl.program_id(0), n_rows * n_segments, tl.num_programs(0)):
+        row = item // n_segments
+        in_base, out_base, first_col, n_blocks = _row_bases(row, input_row_stride, input_row_stride, n_cols,
+                                                            TILE_ROWS * VEC, VEC)
+        first_block = (item % n_segments) * blocks_per_segment
+        end_block = tl.minimum(first_block + blocks_per_segment, n_blocks)
+        acc = tl.zeros([TILE_ROWS], tl.float32)
+        vec_max = tl.full([TILE_ROWS], float("-inf"), tl.float32)
+        for block in tl.range(tl.maximum(first_block, 1), tl.minimum(end_block, n_blocks - 1)):
+            x = tl.load(input_ptr + in_base + block * (TILE_ROWS * VEC) + tile, eviction_policy="evict_last")
+            if WORK == 0:
+                acc += tl.sum(x.to(tl.float32), axis=1)
+            elif WORK == 1:
+                vec_max = tl.maximum(vec_max, tl.max(x, axis=1).to(tl.float32))
+            else:
+                new_max = tl.maximum(vec_max, tl.max(x, axis=1).to(tl.float32))
+                safe_max = tl.where(new_max == float("-inf"), 0.0, new_max)
+                acc = acc * tl.exp(vec_max - safe_max) + tl.sum(tl.exp(x.to(tl.float32) - safe_max[:, None]), axis=1)
+                vec_max = new_max
+        tl.store(slots_ptr + item, _pack(tl.max(vec_max, axis=0), tl.sum(acc, axis=0)))
+
+
+def read_only(work):
+    """Pass 1's reading with less work per element (see _read_only_kernel)."""
+    def run(x):
+        vec, tile_rows, n_segments, per_segment, grid = layout(x)
+        slots = torch.empty(x.shape[0] * n_segments, dtype=torch.int64, device=x.device)
+        _read_only_kernel[(grid,)](x, slots, x.stride(0), x.shape[0], x.shape[1], n_segments, per_segment,
+                                   TILE_ROWS=tile_rows, VEC=vec, WORK=work, num_warps=WARPS)
+        return slots
+    return run
+
+
+def work_probe(out: list) -> None:
+    """Is pass 1 bound by its work per element? Reads with a sum, a max, the max in the input type,
+    and pass 1 as it is, at 2-byte and fp32 rows."""
+    import probe_long_rows as p
+
+    for n in (262144, 1048576):
+        for dtype in ("float16", "bfloat16", "float32"):
+            m, x, moved, ref, scale = p.forward_input(n, dtype)
+            half = moved / 2
+            lines = [p.row("pass1 as it is", p.timed(pass1(1), x), half, 1.0)]
+            for work, label in ((0, "sum only"), (1, "max only"), (2, "pass1, max in input type")):
+                lines.append(p.row(f"reads: {label}", p.timed(read_only(work), x), half, 1.0))
+            p.report("work", m, n, dtype, lines, out)
+
+
 def layout(x):
     """(vec, tile rows, n_segments, blocks per segment, grid) of the dispatcher's tile-stream config."""
     n_rows, n_cols = x.shape
@@ -174,10 +228,10 @@ def main() -> None:
 
     p.warm_up_gpu()
     out = []
-    if sys.argv[1:] == ["real"]:
-        real_against_split(out)
+    if sys.argv[1:] in (["real"], ["work"]):
+        (real_against_split if sys.argv[1] == "real" else work_probe)(out)
         if os.environ.get("OUT"):
-            Path(os.environ["OUT"], "probe_passes_real.json").write_text(json.dumps(out, indent=2))
+            Path(os.environ["OUT"], f"probe_passes_{sys.argv[1]}.json").write_text(json.dumps(out, indent=2))
         return
     for n in (131072, 262144, 1048576):
         for dtype in ("float16", "float32"):

@@ -38,9 +38,9 @@ def _tma_segment_max_sum(in_desc, first, end, R: tl.constexpr, W: tl.constexpr, 
     vec_max = tl.full([R * W // VEC], float("-inf"), tl.float32)
     vec_sum = tl.zeros([R * W // VEC], tl.float32)
     for v in tl.range(first, end, R, num_stages=STAGES):
-        x = in_desc.load([v, 0]).to(tl.float32)
+        x = in_desc.load([v, 0])
         # the last box may reach into the next segment or row: those vectors count as -inf
-        x = tl.where((v + tl.arange(0, R) < end)[:, None], x, float("-inf"))
+        x = tl.where((v + tl.arange(0, R) < end)[:, None], x, float("-inf")).to(x.dtype)
         vec_max, vec_sum = _vector_online(vec_max, vec_sum, tl.reshape(x, [R * W // VEC, VEC]))
     segment_max = tl.max(vec_max, axis=0)
     safe_max = tl.where(segment_max == float("-inf"), 0.0, segment_max)
