@@ -509,8 +509,12 @@ def _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, first
     tile = tl.arange(0, TILE_ROWS)[:, None] * VEC + tl.arange(0, VEC)[None, :]
     vec_max = tl.full([TILE_ROWS], float("-inf"), tl.float32)
     vec_sum = tl.zeros([TILE_ROWS], tl.float32)
-    # The row's first and last tiles, masked (they may hang over the row's ends), before the loop:
-    # after it they kept the row's bounds live through it, which at 64 registers slowed the loop.
+    for block in tl.range(tl.maximum(first_block, 1), tl.minimum(end_block, n_blocks - 1),
+                          loop_unroll_factor=UNROLL):
+        x = tl.load(input_ptr + in_base + block * (TILE_ROWS * VEC) + tile, eviction_policy="evict_last")
+        vec_max, vec_sum = _vector_online(vec_max, vec_sum, x)
+    # the row's first and last tiles, masked: they may hang over the row's ends. (Handled before
+    # the loop instead, the sweep of commit 7b27c32 ran 8-11% slower: notes/kernels.md, round 7.)
     if first_block == 0:
         offsets, mask = _tile_edge(first_col, n_cols, 0, TILE_ROWS, VEC)
         x = tl.load(input_ptr + in_base + offsets, mask=mask, other=float("-inf"))
@@ -518,10 +522,6 @@ def _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, first
     if _holds_last_block(first_block, end_block, n_blocks):
         offsets, mask = _tile_edge(first_col, n_cols, n_blocks - 1, TILE_ROWS, VEC)
         x = tl.load(input_ptr + in_base + offsets, mask=mask, other=float("-inf"))
-        vec_max, vec_sum = _vector_online(vec_max, vec_sum, x)
-    for block in tl.range(tl.maximum(first_block, 1), tl.minimum(end_block, n_blocks - 1),
-                          loop_unroll_factor=UNROLL):
-        x = tl.load(input_ptr + in_base + block * (TILE_ROWS * VEC) + tile, eviction_policy="evict_last")
         vec_max, vec_sum = _vector_online(vec_max, vec_sum, x)
     segment_max = tl.max(vec_max, axis=0)
     safe_max = tl.where(segment_max == float("-inf"), 0.0, segment_max)
