@@ -485,13 +485,11 @@ def _stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, slots_ptr, g
 
 @triton.jit
 def _vector_online(vec_max, vec_sum, x):
-    """One step of the running (max, sum of exp(x - max)) per row of a [vectors, VEC] block x, which
-    comes in the input's type: its max is taken before converting, exactly (a max only selects) and,
-    for 2-byte types, with packed instructions. These loops are bound by their work per element."""
-    new_max = tl.maximum(vec_max, tl.max(x, axis=1).to(tl.float32))
+    """One step of the running (max, sum of exp(x - max)) per row of a [vectors, VEC] block x."""
+    new_max = tl.maximum(vec_max, tl.max(x, axis=1))
     # a vector that has seen only -inf keeps sum 0 (and -inf - -inf would be NaN)
     safe_max = tl.where(new_max == float("-inf"), 0.0, new_max)
-    return new_max, vec_sum * tl.exp(vec_max - safe_max) + tl.sum(tl.exp(x.to(tl.float32) - safe_max[:, None]), axis=1)
+    return new_max, vec_sum * tl.exp(vec_max - safe_max) + tl.sum(tl.exp(x - safe_max[:, None]), axis=1)
 
 
 @triton.jit
@@ -512,17 +510,17 @@ def _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, first
     for block in tl.range(tl.maximum(first_block, 1), tl.minimum(end_block, n_blocks - 1),
                           loop_unroll_factor=UNROLL):
         x = tl.load(input_ptr + in_base + block * (TILE_ROWS * VEC) + tile, eviction_policy="evict_last")
-        vec_max, vec_sum = _vector_online(vec_max, vec_sum, x)
+        vec_max, vec_sum = _vector_online(vec_max, vec_sum, x.to(tl.float32))
     # the row's first and last tiles, masked: they may hang over the row's ends. (Handled before
-    # the loop instead, the sweep of commit 7b27c32 ran 8-11% slower: notes/kernels.md, round 7.)
+    # the loop instead, the H200 sweep of commit 7b27c32 ran 8-11% slower: notes/kernels.md, round 7.)
     if first_block == 0:
         offsets, mask = _tile_edge(first_col, n_cols, 0, TILE_ROWS, VEC)
         x = tl.load(input_ptr + in_base + offsets, mask=mask, other=float("-inf"))
-        vec_max, vec_sum = _vector_online(vec_max, vec_sum, x)
+        vec_max, vec_sum = _vector_online(vec_max, vec_sum, x.to(tl.float32))
     if _holds_last_block(first_block, end_block, n_blocks):
         offsets, mask = _tile_edge(first_col, n_cols, n_blocks - 1, TILE_ROWS, VEC)
         x = tl.load(input_ptr + in_base + offsets, mask=mask, other=float("-inf"))
-        vec_max, vec_sum = _vector_online(vec_max, vec_sum, x)
+        vec_max, vec_sum = _vector_online(vec_max, vec_sum, x.to(tl.float32))
     segment_max = tl.max(vec_max, axis=0)
     safe_max = tl.where(segment_max == float("-inf"), 0.0, segment_max)
     return segment_max, tl.sum(vec_sum * tl.exp(vec_max - safe_max), axis=0)
@@ -612,7 +610,7 @@ def _tile_online_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_
         for block in tl.range(0, n_blocks, loop_unroll_factor=UNROLL):
             offsets = block * BLOCK + tile
             x = tl.load(input_row + offsets, mask=offsets < n_cols, other=float("-inf"),
-                        eviction_policy="evict_last")
+                        eviction_policy="evict_last").to(tl.float32)
             vec_max, vec_sum = _vector_online(vec_max, vec_sum, x)
         row_max = tl.max(vec_max, axis=0)
         # vectors that saw only -inf add 0 * exp(-inf) = 0; a fully -inf row gives NaN, as in torch
