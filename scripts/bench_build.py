@@ -1,13 +1,17 @@
-"""How long does a build take from many run artifacts? `python scripts/bench_build.py [N] [--keep]`.
+"""How long does a build take from many run artifacts? `python scripts/bench_build.py [N] [--repeat K] [--keep]`.
 
 Makes N synthetic measured artifacts (fixtures in a temporary folder, never in runs/) spread over
 the real experiments in site_src/ and two devices, every case, profile and dtype with 300 timing
 samples, then times `build.py` on them twice, as a user runs it: cold (no .cache/, as in a fresh
 clone: every artifact validated, every plot drawn) and warm (both reused, as in a rebuild).
+--repeat K does that K times and prints the median and the range of each (a shared machine's
+speed drifts by tens of percent from minute to minute, so one build says little).
 --keep leaves the project in /tmp/bench-root for profiling.
 """
+import argparse
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -64,7 +68,20 @@ def timed_build(root: Path) -> float:
     return time.perf_counter() - start
 
 
-def main(n: int) -> None:
+def cold_and_warm(root: Path) -> tuple:
+    """(cold, warm) seconds: a build with no .cache/, then a rebuild."""
+    shutil.rmtree(root / ".cache", ignore_errors=True)
+    return timed_build(root), timed_build(root)
+
+
+def spread(seconds: list) -> str:
+    """'4.2 s' for one time; 'median 4.2 s (3.9-4.6)' for several."""
+    if len(seconds) == 1:
+        return f"{seconds[0]:.1f} s"
+    return f"median {statistics.median(seconds):.1f} s ({min(seconds):.1f}-{max(seconds):.1f})"
+
+
+def main(n: int, repeat: int, keep: bool) -> None:
     """Build N synthetic artifacts and print cold and warm build times."""
     rng = random.Random(0)
     with tempfile.TemporaryDirectory() as tmp:
@@ -78,12 +95,18 @@ def main(n: int) -> None:
         for d in (root / "site_src" / "decisions").glob("*.md"):
             d.unlink()  # the real decisions name real devices
         size = sum(p.stat().st_size for p in (root / "runs").iterdir()) / 2**20
-        if "--keep" in sys.argv:
+        if keep:
             shutil.copytree(root, "/tmp/bench-root", dirs_exist_ok=True)
-        cold, warm = timed_build(root), timed_build(root)
+        times = [cold_and_warm(root) for _ in range(repeat)]
         pages = sum(1 for _ in (root / "public").rglob("*.html"))
-        print(f"{n} artifacts ({size:.0f} MiB), {pages} pages: cold build {cold:.1f} s, warm build {warm:.1f} s")
+        print(f"{n} artifacts ({size:.0f} MiB), {pages} pages: cold build {spread([t[0] for t in times])}, "
+              f"warm build {spread([t[1] for t in times])}" + (f" over {repeat} builds each" if repeat > 1 else ""))
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 200)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("n", nargs="?", type=int, default=200, help="synthetic run artifacts (default 200)")
+    parser.add_argument("--repeat", type=int, default=1, metavar="K", help="cold and warm builds to time, K of each")
+    parser.add_argument("--keep", action="store_true", help="leave the project in /tmp/bench-root")
+    args = parser.parse_args()
+    main(args.n, max(1, args.repeat), args.keep)
