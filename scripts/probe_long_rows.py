@@ -5,7 +5,7 @@ $OUT/probe_long_rows.json when OUT is set); run artifacts come only from build.p
 variant is checked against float64 on every element first, then timed like build.py --run
 (CUDA-graph replays under triton.testing.do_bench, L2 flushed), beside a device-to-device copy
 of the same bytes in the same process. Usage on a CUDA machine:
-    python scripts/probe_long_rows.py [forward|tile|unroll|backward|short ...]
+    python scripts/probe_long_rows.py [forward|tile|unroll|backward|short|short32|mid ...]
 
 (The pipelined 1-D "stream" forward it compared in round 4 was replaced by "tile-stream";
 its figures are in notes/probes/.)
@@ -245,6 +245,24 @@ def short_fp32_probe(out: list) -> None:
     short_probe(out, [(dtype, n) for dtype, n in SHORT if dtype == "float32" and n >= 2048])
 
 
+# Rows of 16k-32k columns that are not a power of two: the rows kernel pads them to 32,768 lanes
+# (24,000 fp16 on the H200: 62% of copy, probe_rows_chunks.py). The tile kernel pads only its last step.
+MID_NS = [20000, 24000, 28000, 32768]
+MID_TILES = [(1, 16, 4, 1), (1, 32, 2, 1), (2, 32, 1, 4), (2, 32, 1, 2), (1, 16, 4, 2), (2, 16, 2, 2)]
+
+
+def mid_probe(out: list) -> None:
+    """The tile kernel against the dispatcher (rows) for rows of 16k-32k columns, 2-byte and fp32."""
+    for n in MID_NS:
+        for dtype in ("float16", "bfloat16", "float32"):
+            m, x, moved, ref, scale = forward_input(n, dtype)
+            lines = [row("dispatcher", timed(sm.softmax_forward, x), moved, 1.0)]
+            lines += checked_and_timed([(f"tile {c}", tile_unrolled_forward(c)) for c in MID_TILES], (x,), ref, scale,
+                                       dtype, moved, 1.0)
+            report("mid", m, n, dtype, lines, out)
+            torch.cuda.empty_cache()
+
+
 def report(kind, m, n, dtype, lines, out) -> None:
     """Print one shape's lines, best first, and keep them."""
     print(f"{kind} {m}x{n} {dtype}:", flush=True)
@@ -262,7 +280,8 @@ def main() -> None:
     out, start = [], time.time()
     for name in which:
         {"forward": tile_stream_probe, "tile": tile_probe, "unroll": unroll_probe,
-         "backward": backward_probe, "short": short_probe, "short32": short_fp32_probe}[name](out)
+         "backward": backward_probe, "short": short_probe, "short32": short_fp32_probe,
+         "mid": mid_probe}[name](out)
         print(f"-- {name} done at {time.time() - start:.0f} s", flush=True)
     if os.environ.get("OUT"):
         Path(os.environ["OUT"], "probe_long_rows.json").write_text(json.dumps(
