@@ -677,6 +677,10 @@ class Plan(NamedTuple):
 #   on the H200 (was 54%) and 87% on the H100 (was 68%). At 32768 it (1 x 16 warps x 4) beat the
 #   32-warp whole-row kernel on the H200 (79% against 74%) but lost on the H100 (87% against
 #   93%; runs 20261122T013138Z, 20261122T013627Z), so 32768 stays on the whole-row kernel.
+#   But 2-byte rows of 16k-28k columns, which the whole-row kernel pads to 32,768 lanes, go to
+#   the tile kernel (1 vector x 16 warps x 4 programs, unrolled twice): at 20,000 / 24,000 /
+#   28,000 columns it was +42% / +26% / +14% on the H200 and +25% / +11% / -1.5% on the H100
+#   (notes/probes/2026-11-22-h{100,200}-mid-rows.json); fp32 stays on rows there (tile -8 to -25%).
 #   Past 65536, 2 vectors a thread with the loops unrolled twice: +2.4% (H100) and +1.8% (H200)
 #   at 131072 fp16 over the same tile not unrolled (notes/probes/2026-11-22-*-tile-stream.json).
 #   To 65536, 2 vectors a thread unrolled 4x: +3% (H100) and +1.5% (H200) at 65536 fp16 over
@@ -711,6 +715,7 @@ SOFTMAX_PLANS = (
     Plan("forward",      4096,        0,  0, "rows",       1,     0,     8,    0),
     Plan("forward",      8192,        0,  0, "rows",       1,     0,    16,    0),
     Plan("forward",     16384,        0,  0, "rows",       1,     0,    16,    0),
+    Plan("forward",     28000,        2,  2, "tile",       1,     0,    16,    4,    0,      0, 2),
     Plan("forward",     32768,        0,  0, "rows",       1,     0,    32,    0),
     Plan("forward",     65536,        2,  0, "tile",       2,     0,    32,    1,    0,      0, 4),
     Plan("forward",    131072,        2,  2, "tile",       2,     0,    32,    1,    0,      0, 2),
