@@ -173,10 +173,10 @@ def tile_probe(out: list) -> None:
             report("tile", m, n, dtype, lines, out)
 
 
-def forward_configs_probe(kind: str, ns: list, variants: list, out: list) -> None:
+def forward_configs_probe(kind: str, ns: list, variants: list, out: list, dtypes: list = DTYPES) -> None:
     """Copy, dispatcher and each (label, forward callable) of variants, per N and dtype."""
     for n in ns:
-        for dtype in DTYPES:
+        for dtype in dtypes:
             m, x, moved, ref, scale = forward_input(n, dtype)
             y = torch.empty_like(x)
             copy_ms = timed(lambda: y.copy_(x))["ms"]
@@ -253,14 +253,8 @@ MID_TILES = [(1, 16, 4, 1), (1, 32, 2, 1), (2, 32, 1, 4), (2, 32, 1, 2), (1, 16,
 
 def mid_probe(out: list) -> None:
     """The tile kernel against the dispatcher (rows) for rows of 16k-32k columns, 2-byte and fp32."""
-    for n in MID_NS:
-        for dtype in ("float16", "bfloat16", "float32"):
-            m, x, moved, ref, scale = forward_input(n, dtype)
-            lines = [row("dispatcher", timed(sm.softmax_forward, x), moved, 1.0)]
-            lines += checked_and_timed([(f"tile {c}", tile_unrolled_forward(c)) for c in MID_TILES], (x,), ref, scale,
-                                       dtype, moved, 1.0)
-            report("mid", m, n, dtype, lines, out)
-            torch.cuda.empty_cache()
+    forward_configs_probe("mid", MID_NS, [(f"tile {c}", tile_unrolled_forward(c)) for c in MID_TILES], out,
+                          dtypes=["float16", "bfloat16", "float32"])
 
 
 def report(kind, m, n, dtype, lines, out) -> None:

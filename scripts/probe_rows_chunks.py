@@ -126,15 +126,9 @@ def main() -> None:
     p.warm_up_gpu()
     out = []
     for dtype, n in SHAPES:
-        m, x, moved, ref, scale = p.forward_input(n, dtype)
-        y = torch.empty_like(x)
-        copy_ms = p.timed(lambda: y.copy_(x))["ms"]
-        lines = [p.row("copy", {"ms": copy_ms, "p20": None, "p80": None}, moved, copy_ms),
-                 p.row("dispatcher", p.timed(sm.softmax_forward, x), moved, copy_ms)]
         variants = [(f"chunked {chunks_of(n)} {r}x{w}w", chunked_forward(r, w)) for r, w in TILES
                     if r * sum(chunks_of(n)) <= 64 * 32 * w]
-        lines += p.checked_and_timed(variants, (x,), ref, scale, dtype, moved, copy_ms)
-        p.report("chunks", m, n, dtype, lines, out)
+        p.forward_configs_probe("chunks", [n], variants, out, dtypes=[dtype])
     if os.environ.get("OUT"):
         Path(os.environ["OUT"], "probe_rows_chunks.json").write_text(json.dumps(out, indent=2))
 
