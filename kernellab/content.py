@@ -33,10 +33,14 @@ class Content:
     root: Path = field(default=Path("."))
 
 
+# libyaml's safe loader where PyYAML was built with it (its wheels are): the same values, 8x sooner.
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _read_yaml(path: Path, text: str):
     """Parse YAML text, naming the file on error."""
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_SAFE_LOADER)
     except yaml.YAMLError as exc:
         raise BuildError(path, f"not valid YAML: {exc}") from None
 

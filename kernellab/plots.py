@@ -5,6 +5,7 @@ an Axes alone builds tick objects of five artists each and measures them again o
 So a Chart here is a Figure with one plotting area at a fixed place, drawn with a few
 figure-level artists: the points of a colour in one line, the grid of an axis in one path.
 """
+import functools
 import hashlib
 import io
 import math
@@ -169,8 +170,13 @@ class Chart:
         self.line(*_polyline([(x, low), (x, high)] for x in xs), **style)
 
     def text(self, x: float, y: float, label: str, transform, **style) -> None:
-        """A Text on the figure."""
-        self.fig.text(x, y, label, transform=transform, **style)
+        """A text on the figure: a Label where it draws the same bytes as matplotlib's Text, else a Text."""
+        if FAST_LABELS and "$" not in label and "\n" not in label:  # no mathtext, one line: what Label draws
+            self.fig.add_artist(_label_class()(x, y, label, transform, **style))
+        else:  # added as an artist too, so that texts keep their order whichever kind each is
+            from matplotlib.text import Text
+
+            self.fig.add_artist(Text(x, y, label, transform=transform, **style))
 
     def axis(self, which: str, positions: list, labels: list, *, rotation: float = 0, title: str = "") -> None:
         """Grid lines, tick marks, tick labels and the title of the x or y axis; positions in data coordinates."""
@@ -275,6 +281,101 @@ def _share_text_metrics() -> None:
 
     shared.shared, shared.__wrapped__ = True, measure
     matplotlib.text._get_text_metrics_with_cache = shared
+
+
+FAST_LABELS = True  # False: every text is a matplotlib Text (the tests compare the two)
+_LABEL_OFFSETS: dict = {}  # (renderer class, dpi, text, font, ha, va, rotation) -> Text's offset of the text from its anchor
+
+
+@functools.cache
+def _label_class():
+    """Label, made on first use so that importing this module does not import matplotlib."""
+    from matplotlib.artist import Artist
+    from matplotlib.colors import to_rgba
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.text import Text
+
+    class Label(Artist):
+        """One line of plain text, drawn as matplotlib's Text draws it, to the byte, at a fraction
+        of its cost.
+
+        A chart has a score of texts (tick labels, titles, legend entries), and a Text spends most
+        of its time building itself and laying itself out on every draw: half of a plot's drawing
+        time. A Label keeps only what a single line of plain text needs, and asks a Text for its
+        layout once per distinct (text, font, alignment, rotation), which tick labels repeat.
+        """
+
+        zorder = 3  # as Text: drawn above the lines, in the order added
+
+        def __init__(self, x, y, text, transform, *, ha="left", va="baseline", rotation=0, fontsize=None):
+            super().__init__()
+            self._x, self._y, self._text, self._ha, self._va = x, y, text, ha, va
+            self._rotation = float(rotation) % 360
+            self._prop = FontProperties(size=fontsize)  # resolved now, in the plot's rc context, as Text does
+            self._color = to_rgba(_rc("text.color"))
+            self._antialiased = _rc("text.antialiased")
+            self.set_transform(transform)
+
+        def get_unitless_position(self):
+            """The anchor, in the coordinates of the transform (the SVG backend asks)."""
+            return self._x, self._y
+
+        def get_rotation_mode(self):
+            """matplotlib's default rotation mode: rotate the text, then align its box."""
+            return "default"
+
+        def get_ha(self):
+            """The horizontal alignment: left, center or right."""
+            return self._ha
+
+        get_horizontalalignment = get_ha
+
+        def get_text(self):
+            """The text."""
+            return self._text
+
+        def _offset(self, renderer):
+            """Where Text would put the text relative to its anchor, in display units."""
+            kind = type(getattr(renderer, "_renderer", renderer))
+            dpi = self.get_figure(root=True).dpi
+            key = (kind, dpi, self._text, self._prop, self._ha, self._va, self._rotation)
+            offset = _LABEL_OFFSETS.get(key)
+            if offset is None:
+                text = Text(0, 0, self._text, fontproperties=self._prop, ha=self._ha, va=self._va, rotation=self._rotation)
+                text.set_figure(self.get_figure(root=True))
+                offset = _LABEL_OFFSETS[key] = text._get_layout(renderer)[1][0][2]
+            return offset
+
+        def draw(self, renderer):
+            """Text.draw, for one line of plain text with no box around it."""
+            if not self.get_visible() or not self._text:
+                return
+            renderer.open_group("text", self.get_gid())
+            dx, dy = self._offset(renderer)
+            x, y = self.get_transform().transform((self._x, self._y))
+            x, y = x + dx, y + dy
+            if renderer.flipy():
+                y = renderer.get_canvas_width_height()[1] - y
+            gc = renderer.new_gc()
+            gc.set_foreground(self._color, isRGBA=True)
+            gc.set_alpha(self.get_alpha())
+            gc.set_url(self.get_url())
+            gc.set_antialiased(self._antialiased)
+            gc.set_snap(self.get_snap())
+            self._set_gc_clip(gc)
+            renderer.draw_text(gc, x, y, self._text, self._prop, self._rotation, ismath=False, mtext=self)
+            gc.restore()
+            renderer.close_group("text")
+            self.stale = False
+
+    return Label
+
+
+def _rc(key: str):
+    """The current value of one rc setting."""
+    import matplotlib
+
+    return matplotlib.rcParams[key]
 
 
 def bandwidth_vs_n(series: dict, copy_gbs, title: str) -> bytes:

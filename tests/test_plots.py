@@ -58,3 +58,22 @@ def test_a_plot_asked_for_twice_is_drawn_once():
     plotter.submit({"a.svg": job})
     plotter.submit({"a.svg": job, "b.svg": job})
     assert plotter.results() == {"a.svg": b"<svg/>", "b.svg": b"<svg/>"} and len(drawn) == 2
+
+
+def test_labels_draw_the_bytes_of_matplotlib_text(monkeypatch):
+    """plots draws its texts as Labels (a cheap single-line artist): every kind of plot, with
+    rotated tick labels, a larger title, a legend and a label with a dollar sign (left to Text, as
+    mathtext), must come out byte for byte as with matplotlib's own Text."""
+    def draw():
+        return [
+            plots.bandwidth_vs_n({"triton": [(1024, 900.0), (65536, 2000.0)], "torch": [(1024, 700.0), (777777, 1.5e3)]},
+                                 3000.0, "GPU, float16"),
+            plots.speedup_intervals([("a float16", 1.2, 1.1, 1.3), ("costs $5 and $6", 0.9, 0.85, 0.95)], 1.05, "GPU"),
+            plots.latency_distribution([("torch float16", [0.01, 0.011, 0.012, 0.013, 0.02])], "GPU <b>&amp;</b>"),
+            plots.speedup_trend({"c float16": [(0, 1.1, 1.0, 1.2), (1, 1.2, 1.1, 1.3)]}, ["a", "b !"], [1], 1.0, "GPU"),
+        ]
+
+    assert plots.FAST_LABELS
+    fast = draw()
+    monkeypatch.setattr(plots, "FAST_LABELS", False)
+    assert draw() == fast
