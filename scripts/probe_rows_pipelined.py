@@ -1,0 +1,126 @@
+"""Probe: whole rows on a persistent grid that fetches the next row while it finishes this one.
+
+Round 9 of notes/kernels.md. The rows kernel launches one program per row; from 12,800 2-byte
+columns up, one or two programs fill an SM, so each SM loads a row, then reduces it, then writes
+it, and its loads are idle during the last two steps (H200: 73-81% of copy; H100: 93-97%). Here a
+program strides over rows and the next row's load is issued before this row is reduced and
+written, either by Triton's software pipeliner (`tl.range(num_stages=S)`: cp.async into shared
+memory) or by hand, in registers.
+
+Exploration, not evidence: it prints a table (and writes $OUT/probe_rows_pipelined.json when OUT
+is set). Every variant is checked against float64 on every element, then timed as build.py --run
+times (probe_long_rows.py's harness), beside a copy of the same bytes. Usage on a CUDA machine:
+    python scripts/probe_rows_pipelined.py [mid|short32 ...]
+"""
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+import triton
+import triton.language as tl
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from probe_long_rows import forward_configs_probe  # noqa: E402
+
+from kernellab.measure import warm_up_gpu  # noqa: E402
+from kernels import triton_softmax as sm  # noqa: E402
+
+
+@triton.jit
+def _rows_pipelined_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
+                               BLOCK_SIZE: tl.constexpr, ALIGN: tl.constexpr, NUM_STAGES: tl.constexpr):
+    """Whole rows, one at a time, on a persistent grid; the pipeliner fetches NUM_STAGES - 1 rows ahead."""
+    n_cols = n_cols // ALIGN * ALIGN
+    input_row_stride = input_row_stride // ALIGN * ALIGN
+    output_row_stride = output_row_stride // ALIGN * ALIGN
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = cols < n_cols
+    for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0), num_stages=NUM_STAGES):
+        row64 = tl.cast(row, tl.int64)
+        x = tl.load(input_ptr + row64 * input_row_stride + cols, mask=mask, other=float("-inf")).to(tl.float32)
+        numerator = tl.exp(x - tl.max(x, axis=0))
+        y = numerator * (1.0 / tl.sum(numerator, axis=0))
+        tl.store(output_ptr + row64 * output_row_stride + cols, y.to(output_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _rows_prefetch_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
+                              BLOCK_SIZE: tl.constexpr, ALIGN: tl.constexpr):
+    """Whole rows on a persistent grid; the next row is loaded into registers (in the input's type)
+    before this one is reduced and written."""
+    n_cols = n_cols // ALIGN * ALIGN
+    input_row_stride = input_row_stride // ALIGN * ALIGN
+    output_row_stride = output_row_stride // ALIGN * ALIGN
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = cols < n_cols
+    step = tl.num_programs(0)
+    first = tl.program_id(0)
+    upcoming = tl.load(input_ptr + tl.cast(first, tl.int64) * input_row_stride + cols, mask=mask & (first < n_rows),
+                       other=float("-inf"))
+    for row in tl.range(first, n_rows, step):
+        x = upcoming.to(tl.float32)
+        following = row + step
+        upcoming = tl.load(input_ptr + tl.cast(following, tl.int64) * input_row_stride + cols,
+                           mask=mask & (following < n_rows), other=float("-inf"))
+        numerator = tl.exp(x - tl.max(x, axis=0))
+        y = numerator * (1.0 / tl.sum(numerator, axis=0))
+        tl.store(output_ptr + tl.cast(row, tl.int64) * output_row_stride + cols, y.to(output_ptr.dtype.element_ty),
+                 mask=mask)
+
+
+def pipelined_forward(warps, programs_per_sm, stages):
+    """A forward callable for the pipelined kernel (stages 0: the hand-written register prefetch)."""
+    def run(x):
+        y = torch.empty_like(x)
+        n_rows, n_cols = x.shape
+        grid = (min(n_rows, programs_per_sm * sm._sm_count(x.device)),)
+        align = sm._vector_align(x.element_size(), n_cols, x.stride(0), y.stride(0))
+        common = dict(BLOCK_SIZE=triton.next_power_of_2(n_cols), ALIGN=align, num_warps=warps)
+        if stages:
+            sm._launch(_rows_pipelined_fwd_kernel, grid, y, x, x.stride(0), y.stride(0), n_rows, n_cols,
+                       NUM_STAGES=stages, **common)
+        else:
+            sm._launch(_rows_prefetch_fwd_kernel, grid, y, x, x.stride(0), y.stride(0), n_rows, n_cols, **common)
+        return y
+    return run
+
+
+# (warps, programs per SM, stages; 0 = register prefetch)
+MID_CONFIGS = [(32, 1, 1), (32, 1, 2), (32, 1, 3), (32, 1, 0), (16, 2, 2), (16, 2, 0), (16, 1, 2), (16, 1, 0)]
+MID_NS = [12800, 16384, 24000, 32768]
+SHORT32_CONFIGS = [(8, 2, 2), (8, 4, 2), (16, 1, 2), (16, 2, 2), (8, 2, 0), (16, 1, 0), (8, 4, 3), (4, 4, 2)]
+SHORT32_NS = [2048, 4096, 8192, 16384]
+
+
+def mid_probe(out: list) -> None:
+    """2-byte rows of 12,800-32,768 columns (fp32 too, where a row fits the shared memory)."""
+    variants = [(f"pipelined {c}", pipelined_forward(*c)) for c in MID_CONFIGS]
+    forward_configs_probe("rows-pipelined", MID_NS, variants, out, dtypes=["float16", "bfloat16", "float32"])
+
+
+def short32_probe(out: list) -> None:
+    """fp32 rows of 2K-16K, where Inductor stays 0.4-1.3% ahead on the H100."""
+    variants = [(f"pipelined {c}", pipelined_forward(*c)) for c in SHORT32_CONFIGS]
+    forward_configs_probe("rows-pipelined-fp32", SHORT32_NS, variants, out, dtypes=["float32"])
+
+
+def main() -> None:
+    """Run the probes named on the command line (default: both) and save what they print."""
+    which = sys.argv[1:] or ["mid", "short32"]
+    warm_up_gpu()
+    print(torch.cuda.get_device_name(), torch.__version__, triton.__version__, flush=True)
+    out, start = [], time.time()
+    for name in which:
+        {"mid": mid_probe, "short32": short32_probe}[name](out)
+        print(f"-- {name} done at {time.time() - start:.0f} s", flush=True)
+    if os.environ.get("OUT"):
+        Path(os.environ["OUT"], "probe_rows_pipelined.json").write_text(json.dumps(
+            {"device": torch.cuda.get_device_name(), "results": out}, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
