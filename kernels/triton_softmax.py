@@ -8,6 +8,8 @@ Three layers, top to bottom:
 
 Paths (see notes/kernels.md for the memory-traffic reasoning and the measurements):
   rows     - ROWS_PER_PROGRAM whole rows per program, held in registers: one read, one write.
+  rows-pipelined - whole rows on a persistent grid, one after another; the software pipeliner
+             loads the next rows into shared memory while this one is reduced and written.
   tile     - long rows, many of them: a persistent grid, one row at a time in [TILE_ROWS, VEC]
              steps; pass 1 keeps one running (max, sum) per 16-byte vector (few registers, so
              64 warps fit an SM), pass 2 re-reads the row backwards (from L2) and writes.
@@ -71,6 +73,28 @@ def _rows_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride,
     y = numerator * inv_denominator[:, None]
     tl.store(output_ptr + rows64 * output_row_stride + cols,
              y.to(output_ptr.dtype.element_ty), mask=mask, cache_modifier=STORE_CACHE)
+
+
+@triton.jit
+def _rows_pipelined_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
+                               BLOCK_SIZE: tl.constexpr, ALIGN: tl.constexpr, NUM_STAGES: tl.constexpr):
+    """The rows kernel's softmax of one whole row, for row after row on a persistent grid.
+
+    One row of 28k-32k 2-byte columns fills an SM, which otherwise loads it, then reduces it, then
+    writes it, with no load in flight for the last two steps. With NUM_STAGES >= 3 the pipeliner
+    issues the loads of the next rows (cp.async into shared memory) before this row is reduced.
+    """
+    n_cols = n_cols // ALIGN * ALIGN
+    input_row_stride = input_row_stride // ALIGN * ALIGN
+    output_row_stride = output_row_stride // ALIGN * ALIGN
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = cols < n_cols
+    for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0), num_stages=NUM_STAGES):
+        row64 = tl.cast(row, tl.int64)
+        x = tl.load(input_ptr + row64 * input_row_stride + cols, mask=mask, other=float("-inf")).to(tl.float32)
+        numerator = tl.exp(x - tl.max(x, axis=0))
+        y = numerator * (1.0 / tl.sum(numerator, axis=0))
+        tl.store(output_ptr + row64 * output_row_stride + cols, y.to(output_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -648,13 +672,14 @@ class Plan(NamedTuple):
     max_cols: float        # the row applies when n_cols <= max_cols ...
     min_rows_per_sm: int   # ... and n_rows >= min_rows_per_sm * SM count ...
     elem_bytes: int        # ... and the element size is elem_bytes (0: any); first match wins
-    path: str              # "rows" | "tile" | "online" | "exchange" | "tile-stream" | "stream" (module docstring)
+    path: str              # "rows" | "rows-pipelined" | "tile" | "online" | "exchange" | "tile-stream" | "stream"
+                           # (module docstring)
     rows_per_program: int  # rows: rows per program (tile = rows_per_program x next_pow2(n_cols));
                            # tile, tile-stream: 16-byte vectors per thread per step
     block_size: int        # online, stream: columns per loop step; exchange: columns per chunk
     num_warps: int
-    programs_per_sm: int   # tile, online, exchange, stream: persistent grid = programs_per_sm * SMs
-    num_stages: int = 0    # stream: software-pipeline depth of its loops (blocks in flight + 1)
+    programs_per_sm: int   # tile, online, exchange, stream, rows-pipelined: persistent grid = programs_per_sm * SMs
+    num_stages: int = 0    # stream, rows-pipelined: software-pipeline depth of the loop (blocks or rows in flight + 1)
     segment_bytes: float = 0  # stream, tile-stream: bytes of a row one program streams twice at most
     unroll: int = 1        # tile, tile-stream: loop unroll factor (loads of the next steps issued early)
 
@@ -681,6 +706,14 @@ class Plan(NamedTuple):
 #   the tile kernel (1 vector x 16 warps x 4 programs, unrolled twice): at 20,000 / 24,000 /
 #   28,000 columns it was +42% / +26% / +14% on the H200 and +25% / +11% / -1.5% on the H100
 #   (notes/probes/2026-11-22-h{100,200}-mid-rows.json); fp32 stays on rows there (tile -8 to -25%).
+#   2-byte rows of 28k-32k columns, where one row fills an SM, go to "rows-pipelined" (32 warps, one
+#   program per SM, 3 stages: two rows in flight in shared memory while one is reduced and
+#   written): at 32,768 it moved 3,752 / 3,652 GB/s (fp16 / bf16) on the H200 against the rows
+#   kernel's 3,124 / 3,095, about 89-91% of copy against 73-76%, and 2,733 / 2,733 on the H100
+#   against 2,787 / 2,768 (about 91% against 93%): the better worst case. At 24,000 it lost to the
+#   tile kernel on the H200 (-4 to -7%); at 16,384 and below, and for fp32, to the rows kernel
+#   (-3 to -6%). 2 stages were 30-45% slower than 3 on both GPUs (notes/kernels.md, round 9;
+#   notes/probes/2026-11-22-h{100,200}-rows-pipelined.json).
 #   Past 65536, 2 vectors a thread with the loops unrolled twice: +2.4% (H100) and +1.8% (H200)
 #   at 131072 fp16 over the same tile not unrolled (notes/probes/2026-11-22-*-tile-stream.json).
 #   To 65536, 2 vectors a thread unrolled 4x: +3% (H100) and +1.5% (H200) at 65536 fp16 over
@@ -716,6 +749,7 @@ SOFTMAX_PLANS = (
     Plan("forward",      8192,        0,  0, "rows",       1,     0,    16,    0),
     Plan("forward",     16384,        0,  0, "rows",       1,     0,    16,    0),
     Plan("forward",     28000,        2,  2, "tile",       1,     0,    16,    4,    0,      0, 2),
+    Plan("forward",     32768,        2,  2, "rows-pipelined", 1, 0,    32,    1,    3),
     Plan("forward",     32768,        0,  0, "rows",       1,     0,    32,    0),
     Plan("forward",     65536,        2,  0, "tile",       2,     0,    32,    1,    0,      0, 4),
     Plan("forward",    131072,        2,  2, "tile",       2,     0,    32,    1,    0,      0, 2),
@@ -810,6 +844,19 @@ def _sm_count(device: torch.device) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count
 
 
+# Shared memory a pipelined launch leaves for the reductions' scratch and the compiler's own use.
+PIPELINE_SPARE_BYTES = 16384
+
+
+@functools.lru_cache(maxsize=None)
+def _shared_memory_bytes(device: torch.device) -> int:
+    """Shared memory one program may use on device (the interpreter: no limit)."""
+    if device.type != "cuda":
+        return 1 << 30
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    return triton.runtime.driver.active.utils.get_device_properties(index)["max_shared_mem"]
+
+
 def _select_plan(op: str, n_rows: int, n_cols: int, elem_bytes: int, device: torch.device) -> Plan:
     """First SOFTMAX_PLANS row of op matching the shape and element size."""
     sm_count = _sm_count(device)
@@ -843,6 +890,19 @@ def _forward_rows(y, x, rows_per_program, num_warps, align, load_cache="", store
     _launch(_rows_fwd_kernel, (triton.cdiv(n_rows, rows_per_program),), y, x, x.stride(0), y.stride(0),
             n_rows, n_cols, ROWS_PER_PROGRAM=rows_per_program, BLOCK_SIZE=triton.next_power_of_2(n_cols),
             ALIGN=align, LOAD_CACHE=load_cache, STORE_CACHE=store_cache, num_warps=num_warps)
+
+
+def _forward_rows_pipelined(y, x, num_warps, programs_per_sm, num_stages, align):
+    """Launch the pipelined whole-rows forward, or the rows kernel where the pipeline's shared
+    memory (num_stages - 1 rows in flight) does not fit the device."""
+    n_rows, n_cols = x.shape
+    block_size = triton.next_power_of_2(n_cols)
+    if _shared_memory_bytes(x.device) < (num_stages - 1) * block_size * x.element_size() + PIPELINE_SPARE_BYTES:
+        _forward_rows(y, x, 1, num_warps, align)
+        return
+    _launch(_rows_pipelined_fwd_kernel, (min(n_rows, programs_per_sm * _sm_count(x.device)),), y, x, x.stride(0),
+            y.stride(0), n_rows, n_cols, BLOCK_SIZE=block_size, ALIGN=align, NUM_STAGES=num_stages,
+            num_warps=num_warps)
 
 
 def _forward_online(y, x, block_size, num_warps, n_programs, align):
@@ -1022,6 +1082,8 @@ def _run_forward_plan(y, x, plan):
     align = _vector_align(x.element_size(), n_cols, x.stride(0), y.stride(0))
     if plan.path == "rows":
         _forward_rows(y, x, plan.rows_per_program, plan.num_warps, align)
+    elif plan.path == "rows-pipelined":
+        _forward_rows_pipelined(y, x, plan.num_warps, plan.programs_per_sm, plan.num_stages, align)
     elif plan.path == "online":
         n_programs = min(n_rows, plan.programs_per_sm * _sm_count(x.device))
         _forward_online(y, x, plan.block_size, plan.num_warps, n_programs, align)
