@@ -10,7 +10,7 @@ memory) or by hand, in registers.
 Exploration, not evidence: it prints a table (and writes $OUT/probe_rows_pipelined.json when OUT
 is set). Every variant is checked against float64 on every element, then timed as build.py --run
 times (probe_long_rows.py's harness), beside a copy of the same bytes. Usage on a CUDA machine:
-    python scripts/probe_rows_pipelined.py [mid|short32 ...]
+    python scripts/probe_rows_pipelined.py [mid|short32|band ...]
 """
 import json
 import os
@@ -24,7 +24,7 @@ import triton.language as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from probe_long_rows import forward_configs_probe  # noqa: E402
+from probe_long_rows import forward_configs_probe, rows_forward, tile_unrolled_forward  # noqa: E402
 
 from kernellab.measure import warm_up_gpu  # noqa: E402
 from kernels import triton_softmax as sm  # noqa: E402
@@ -108,6 +108,17 @@ def short32_probe(out: list) -> None:
     forward_configs_probe("rows-pipelined-fp32", SHORT32_NS, variants, out, dtypes=["float32"])
 
 
+BAND_NS = [28001, 30000, 32768]
+
+
+def band_probe(out: list) -> None:
+    """The band the table gives the pipelined kernel (2-byte, 28,001-32,768), against the kernels
+    on either side of it: the tile kernel (to 28,000) and the rows kernel (before round 9)."""
+    variants = [("pipelined (32, 1, 3)", pipelined_forward(32, 1, 3)), ("tile (1, 16, 4, 2)", tile_unrolled_forward((1, 16, 4, 2))),
+                ("rows (1, 32)", rows_forward(1, 32))]
+    forward_configs_probe("rows-pipelined-band", BAND_NS, variants, out, dtypes=["float16", "bfloat16"])
+
+
 def main() -> None:
     """Run the probes named on the command line (default: both) and save what they print."""
     which = sys.argv[1:] or ["mid", "short32"]
@@ -115,7 +126,7 @@ def main() -> None:
     print(torch.cuda.get_device_name(), torch.__version__, triton.__version__, flush=True)
     out, start = [], time.time()
     for name in which:
-        {"mid": mid_probe, "short32": short32_probe}[name](out)
+        {"mid": mid_probe, "short32": short32_probe, "band": band_probe}[name](out)
         print(f"-- {name} done at {time.time() - start:.0f} s", flush=True)
     if os.environ.get("OUT"):
         Path(os.environ["OUT"], "probe_rows_pipelined.json").write_text(json.dumps(
