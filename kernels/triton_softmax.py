@@ -682,6 +682,7 @@ class Plan(NamedTuple):
     num_stages: int = 0    # stream, rows-pipelined: software-pipeline depth of the loop (blocks or rows in flight + 1)
     segment_bytes: float = 0  # stream, tile-stream: bytes of a row one program streams twice at most
     unroll: int = 1        # tile, tile-stream: loop unroll factor (loads of the next steps issued early)
+    whole_vectors: bool = False  # the row applies only to rows of whole 16-byte vectors (ALIGN = 16 / elem_bytes)
 
 
 # Short rows: tiles of ~4096 elements, so each program moves 8-16 KB and a thread holds 2-4
@@ -713,7 +714,10 @@ class Plan(NamedTuple):
 #   against 2,787 / 2,768 (about 91% against 93%): the better worst case. At 24,000 it lost to the
 #   tile kernel on the H200 (-4 to -7%); at 16,384 and below, and for fp32, to the rows kernel
 #   (-3 to -6%). 2 stages were 30-45% slower than 3 on both GPUs (notes/kernels.md, round 9;
-#   notes/probes/2026-11-22-h{100,200}-rows-pipelined.json).
+#   notes/probes/2026-11-22-h{100,200}-rows-pipelined.json). Both rows take only rows of whole
+#   16-byte vectors: at 28,001 columns (ALIGN 1) the tile kernel spills 22 registers and runs at
+#   half the rows kernel's speed, and the pipelined one trails it by 5-8% on both GPUs
+#   (...-rows-pipelined-band.json), so such rows stay on the rows kernel.
 #   Past 65536, 2 vectors a thread with the loops unrolled twice: +2.4% (H100) and +1.8% (H200)
 #   at 131072 fp16 over the same tile not unrolled (notes/probes/2026-11-22-*-tile-stream.json).
 #   To 65536, 2 vectors a thread unrolled 4x: +3% (H100) and +1.5% (H200) at 65536 fp16 over
@@ -748,8 +752,8 @@ SOFTMAX_PLANS = (
     Plan("forward",      4096,        0,  0, "rows",       1,     0,     8,    0),
     Plan("forward",      8192,        0,  0, "rows",       1,     0,    16,    0),
     Plan("forward",     16384,        0,  0, "rows",       1,     0,    16,    0),
-    Plan("forward",     28000,        2,  2, "tile",       1,     0,    16,    4,    0,      0, 2),
-    Plan("forward",     32768,        2,  2, "rows-pipelined", 1, 0,    32,    1,    3),
+    Plan("forward",     28000,        2,  2, "tile",       1,     0,    16,    4,    0,      0, 2, True),
+    Plan("forward",     32768,        2,  2, "rows-pipelined", 1, 0,    32,    1,    3,      0, 1, True),
     Plan("forward",     32768,        0,  0, "rows",       1,     0,    32,    0),
     Plan("forward",     65536,        2,  0, "tile",       2,     0,    32,    1,    0,      0, 4),
     Plan("forward",    131072,        2,  2, "tile",       2,     0,    32,    1,    0,      0, 2),
@@ -857,12 +861,14 @@ def _shared_memory_bytes(device: torch.device) -> int:
     return triton.runtime.driver.active.utils.get_device_properties(index)["max_shared_mem"]
 
 
-def _select_plan(op: str, n_rows: int, n_cols: int, elem_bytes: int, device: torch.device) -> Plan:
-    """First SOFTMAX_PLANS row of op matching the shape and element size."""
+def _select_plan(op: str, n_rows: int, n_cols: int, elem_bytes: int, device: torch.device, align: int) -> Plan:
+    """First SOFTMAX_PLANS row of op matching the shape, the element size and the alignment (ALIGN,
+    in elements: see _vector_align)."""
     sm_count = _sm_count(device)
+    whole_vectors = align * elem_bytes == 16
     for plan in SOFTMAX_PLANS:
         if (plan.op == op and n_cols <= plan.max_cols and n_rows >= plan.min_rows_per_sm * sm_count
-                and plan.elem_bytes in (0, elem_bytes)):
+                and plan.elem_bytes in (0, elem_bytes) and (whole_vectors or not plan.whole_vectors)):
             return plan
     raise LookupError(f"SOFTMAX_PLANS has no {op} row for shape ({n_rows}, {n_cols}), {elem_bytes}-byte elements")
 
@@ -1076,10 +1082,19 @@ def _backward_stream(dx, y, dy, block_size, num_warps, programs_per_sm, num_stag
     _launch(_stream_bwd_kernel, (n_programs,), *args, **kwargs)
 
 
-def _run_forward_plan(y, x, plan):
+def _forward_align(y, x) -> int:
+    """ALIGN of a forward from x into y (see _vector_align)."""
+    return _vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0))
+
+
+def _backward_align(dx, y, dy) -> int:
+    """ALIGN of a backward from (y, dy) into dx."""
+    return _vector_align(y.element_size(), y.shape[1], dx.stride(0), y.stride(0), dy.stride(0))
+
+
+def _run_forward_plan(y, x, plan, align):
     """Launch plan's path for the forward."""
     n_rows, n_cols = x.shape
-    align = _vector_align(x.element_size(), n_cols, x.stride(0), y.stride(0))
     if plan.path == "rows":
         _forward_rows(y, x, plan.rows_per_program, plan.num_warps, align)
     elif plan.path == "rows-pipelined":
@@ -1096,10 +1111,9 @@ def _run_forward_plan(y, x, plan):
                              align, plan.unroll)
 
 
-def _run_backward_plan(dx, y, dy, plan):
+def _run_backward_plan(dx, y, dy, plan, align):
     """Launch plan's path for the backward."""
     n_rows, n_cols = y.shape
-    align = _vector_align(y.element_size(), n_cols, dx.stride(0), y.stride(0), dy.stride(0))
     if plan.path == "rows":
         _backward_rows(dx, y, dy, plan.rows_per_program, plan.num_warps, align)
     elif plan.path == "online":
@@ -1117,7 +1131,8 @@ def softmax_forward(x: torch.Tensor) -> torch.Tensor:
     x = _as_rows(x, "x")
     y = _new_output(*x.shape, x)
     if x.numel():
-        _run_forward_plan(y, x, _select_plan("forward", *x.shape, x.element_size(), x.device))
+        align = _forward_align(y, x)
+        _run_forward_plan(y, x, _select_plan("forward", *x.shape, x.element_size(), x.device, align), align)
     return y
 
 
@@ -1133,7 +1148,8 @@ def softmax_backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
     """Gradient of softmax given its output y and upstream gradient dy, on the SOFTMAX_PLANS path."""
     y, dy, dx = _backward_operands(y, dy)
     if y.numel():
-        _run_backward_plan(dx, y, dy, _select_plan("backward", *y.shape, y.element_size(), y.device))
+        align = _backward_align(dx, y, dy)
+        _run_backward_plan(dx, y, dy, _select_plan("backward", *y.shape, y.element_size(), y.device, align), align)
     return dx
 
 
@@ -1206,7 +1222,7 @@ def exchange_forward(x: torch.Tensor) -> torch.Tensor:
     x = _as_rows(x, "x")
     y = _new_output(*x.shape, x)
     if x.numel():
-        _run_forward_plan(y, x, EXCHANGE_FORWARD_PLAN)
+        _run_forward_plan(y, x, EXCHANGE_FORWARD_PLAN, _forward_align(y, x))
     return y
 
 
@@ -1214,7 +1230,7 @@ def exchange_backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
     """The one-pass split-row backward (y, dy chunks in registers, sum(y * dy) exchanged)."""
     y, dy, dx = _backward_operands(y, dy)
     if y.numel():
-        _run_backward_plan(dx, y, dy, EXCHANGE_BACKWARD_PLAN)
+        _run_backward_plan(dx, y, dy, EXCHANGE_BACKWARD_PLAN, _backward_align(dx, y, dy))
     return dx
 
 

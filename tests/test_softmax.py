@@ -101,9 +101,28 @@ def plan_cases(op, dtype):
         if shadowing:
             n_rows = min(n_rows, min(p.min_rows_per_sm for p in shadowing) * sm_count - 1)
         widths = [lower + 1] + ([int(plan.max_cols)] if plan.max_cols <= MAX_BOUNDARY_COLS else [])
+        if plan.whole_vectors:  # the first width of whole 16-byte vectors in the band
+            vec = 16 // elem_bytes
+            widths = [-(-w // vec) * vec for w in widths]
         cases += [pytest.param(plan, n_rows, n_cols, dtype, id=f"{op}-{plan.path}-{n_rows}x{n_cols}-{dtype}")
                   for n_cols in widths]
     return cases
+
+
+def contiguous_align(n_cols, dtype):
+    """ALIGN of a contiguous (rows, n_cols) input and output."""
+    return sm._vector_align(dtype.itemsize, n_cols, n_cols, n_cols)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("n_cols", [16_385, 20_002, 27_996, 28_001, 30_004, 32_767])
+def test_rows_not_of_whole_vectors_skip_the_rows_that_need_them(n_cols, dtype):
+    """The tile and pipelined rows of 16k-32k columns take whole 16-byte vectors only; other rows
+    of that band go to the whole-row kernel (round 9: at 28,001 columns tile spills, pipelined trails)."""
+    plan = sm._select_plan("forward", 10**6, n_cols, dtype.itemsize, DEVICE, contiguous_align(n_cols, dtype))
+    assert plan.path == "rows" and not plan.whole_vectors
+    aligned = sm._select_plan("forward", 10**6, -(-n_cols // 8) * 8, dtype.itemsize, DEVICE, 8)
+    assert aligned.path in ("tile", "rows-pipelined")
 
 
 @pytest.fixture
@@ -120,14 +139,14 @@ def poisoned_outputs(monkeypatch):
 
 @pytest.mark.parametrize("plan,n_rows,n_cols,dtype", [case for dtype in DTYPES for case in plan_cases("forward", dtype)])
 def test_forward_plan_boundaries(plan, n_rows, n_cols, dtype, poisoned_outputs):
-    assert sm._select_plan("forward", n_rows, n_cols, dtype.itemsize, DEVICE) == plan
+    assert sm._select_plan("forward", n_rows, n_cols, dtype.itemsize, DEVICE, contiguous_align(n_cols, dtype)) == plan
     x = make_input((n_rows, n_cols), dtype)
     assert_softmax(sm.softmax_forward(x), x)
 
 
 @pytest.mark.parametrize("plan,n_rows,n_cols,dtype", [case for dtype in DTYPES for case in plan_cases("backward", dtype)])
 def test_backward_plan_boundaries(plan, n_rows, n_cols, dtype, poisoned_outputs):
-    assert sm._select_plan("backward", n_rows, n_cols, dtype.itemsize, DEVICE) == plan
+    assert sm._select_plan("backward", n_rows, n_cols, dtype.itemsize, DEVICE, contiguous_align(n_cols, dtype)) == plan
     x = make_input((n_rows, n_cols), dtype)
     y = torch.softmax(x.float(), -1).to(dtype)
     dy = make_input((n_rows, n_cols), dtype, seed=1)
