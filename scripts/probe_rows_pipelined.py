@@ -10,7 +10,7 @@ memory) or by hand, in registers.
 Exploration, not evidence: it prints a table (and writes $OUT/probe_rows_pipelined.json when OUT
 is set). Every variant is checked against float64 on every element, then timed as build.py --run
 times (probe_long_rows.py's harness), beside a copy of the same bytes. Usage on a CUDA machine:
-    python scripts/probe_rows_pipelined.py [mid|short32|band ...]
+    python scripts/probe_rows_pipelined.py [mid|short32|band|short2 ...]
 """
 import json
 import os
@@ -108,6 +108,18 @@ def short32_probe(out: list) -> None:
     forward_configs_probe("rows-pipelined-fp32", SHORT32_NS, variants, out, dtypes=["float32"])
 
 
+# Rows of 3K-16K 2-byte columns, the H200's last shapes below 90% of copy there (12,800: 80-81%,
+# 16,384 fp16 and 3,000 bf16: about 89-90%): several pipelined programs per SM, 3-4 stages.
+SHORT2_CONFIGS = [(16, 2, 3), (16, 2, 4), (8, 4, 3), (8, 2, 3), (16, 1, 3), (8, 3, 3), (4, 4, 3), (16, 2, 0)]
+SHORT2_NS = [3000, 12800, 16384]
+
+
+def short2_probe(out: list) -> None:
+    """2-byte rows of 3K-16K columns: several pipelined programs per SM."""
+    variants = [(f"pipelined {c}", pipelined_forward(*c)) for c in SHORT2_CONFIGS]
+    forward_configs_probe("rows-pipelined-short", SHORT2_NS, variants, out, dtypes=["float16", "bfloat16"])
+
+
 BAND_NS = [28001, 30000, 32768]
 
 
@@ -126,7 +138,7 @@ def main() -> None:
     print(torch.cuda.get_device_name(), torch.__version__, triton.__version__, flush=True)
     out, start = [], time.time()
     for name in which:
-        {"mid": mid_probe, "short32": short32_probe, "band": band_probe}[name](out)
+        {"mid": mid_probe, "short32": short32_probe, "band": band_probe, "short2": short2_probe}[name](out)
         print(f"-- {name} done at {time.time() - start:.0f} s", flush=True)
     if os.environ.get("OUT"):
         Path(os.environ["OUT"], "probe_rows_pipelined.json").write_text(json.dumps(
