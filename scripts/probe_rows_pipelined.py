@@ -10,7 +10,7 @@ memory) or by hand, in registers.
 Exploration, not evidence: it prints a table (and writes $OUT/probe_rows_pipelined.json when OUT
 is set). Every variant is checked against float64 on every element, then timed as build.py --run
 times (probe_long_rows.py's harness), beside a copy of the same bytes. Usage on a CUDA machine:
-    python scripts/probe_rows_pipelined.py [mid|short32|band|short2 ...]
+    python scripts/probe_rows_pipelined.py [mid|short32|band|short2|padding ...]
 """
 import json
 import os
@@ -120,6 +120,16 @@ def short2_probe(out: list) -> None:
     forward_configs_probe("rows-pipelined-short", SHORT2_NS, variants, out, dtypes=["float16", "bfloat16"])
 
 
+# Where in 8k-16k does fetching the next row pay? (12,800 on the H200: +8-11%; 16,384: -3%)
+PADDING_NS = [8200, 9000, 10240, 11264, 12800, 14336, 15360, 16384]
+
+
+def padding_probe(out: list) -> None:
+    """2-byte rows of 8k-16k columns, padded to 16,384 lanes by both kernels: pipelined against rows."""
+    variants = [("pipelined (8, 2, 3)", pipelined_forward(8, 2, 3)), ("pipelined (16, 2, 3)", pipelined_forward(16, 2, 3))]
+    forward_configs_probe("rows-pipelined-padding", PADDING_NS, variants, out, dtypes=["float16", "bfloat16"])
+
+
 BAND_NS = [28001, 30000, 32768]
 
 
@@ -138,7 +148,7 @@ def main() -> None:
     print(torch.cuda.get_device_name(), torch.__version__, triton.__version__, flush=True)
     out, start = [], time.time()
     for name in which:
-        {"mid": mid_probe, "short32": short32_probe, "band": band_probe, "short2": short2_probe}[name](out)
+        {"mid": mid_probe, "short32": short32_probe, "band": band_probe, "short2": short2_probe, "padding": padding_probe}[name](out)
         print(f"-- {name} done at {time.time() - start:.0f} s", flush=True)
     if os.environ.get("OUT"):
         Path(os.environ["OUT"], "probe_rows_pipelined.json").write_text(json.dumps(
