@@ -707,6 +707,12 @@ class Plan(NamedTuple):
 #   the tile kernel (1 vector x 16 warps x 4 programs, unrolled twice): at 20,000 / 24,000 /
 #   28,000 columns it was +42% / +26% / +14% on the H200 and +25% / +11% / -1.5% on the H100
 #   (notes/probes/2026-11-22-h{100,200}-mid-rows.json); fp32 stays on rows there (tile -8 to -25%).
+#   2-byte rows of 8,193-14,336 columns, which the rows kernel pads to 16,384 lanes (up to 2x the
+#   work per byte), go to "rows-pipelined" with two 16-warp programs per SM and 3 stages: +0.4% to
+#   +19% on the H200 at 8,200-14,336 (12,800: 86-88% of copy against 81%); on the H100 +13-14% at
+#   8,200 and +1-4% to 10,240, -3 to -7% from 11,264 (to about 91% of copy, from 96-97%), the
+#   better worst case at every width probed. At 15,360-16,384 the rows kernel wins on both GPUs
+#   (notes/probes/2026-11-22-h{100,200}-rows-pipelined-padding.json).
 #   2-byte rows of 28k-32k columns, where one row fills an SM, go to "rows-pipelined" (32 warps, one
 #   program per SM, 3 stages: two rows in flight in shared memory while one is reduced and
 #   written): at 32,768 it moved 3,752 / 3,652 GB/s (fp16 / bf16) on the H200 against the rows
@@ -751,6 +757,7 @@ SOFTMAX_PLANS = (
     Plan("forward",      2048,        0,  0, "rows",       2,     0,     8,    0),
     Plan("forward",      4096,        0,  0, "rows",       1,     0,     8,    0),
     Plan("forward",      8192,        0,  0, "rows",       1,     0,    16,    0),
+    Plan("forward",     14336,        2,  2, "rows-pipelined", 1, 0,    16,    2,    3,      0, 1, True),
     Plan("forward",     16384,        0,  0, "rows",       1,     0,    16,    0),
     Plan("forward",     28000,        2,  2, "tile",       1,     0,    16,    4,    0,      0, 2, True),
     Plan("forward",     32768,        2,  2, "rows-pipelined", 1, 0,    32,    1,    3,      0, 1, True),

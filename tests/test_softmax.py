@@ -115,9 +115,9 @@ def contiguous_align(n_cols, dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
-@pytest.mark.parametrize("n_cols", [16_385, 20_002, 27_996, 28_001, 30_004, 32_767])
+@pytest.mark.parametrize("n_cols", [8_193, 10_001, 14_332, 16_385, 20_002, 27_996, 28_001, 30_004, 32_767])
 def test_rows_not_of_whole_vectors_skip_the_rows_that_need_them(n_cols, dtype):
-    """The tile and pipelined rows of 16k-32k columns take whole 16-byte vectors only; other rows
+    """The tile and pipelined rows of 8k-14k and 16k-32k columns take whole 16-byte vectors only; other rows
     of that band go to the whole-row kernel (round 9: at 28,001 columns tile spills, pipelined trails)."""
     plan = sm._select_plan("forward", 10**6, n_cols, dtype.itemsize, DEVICE, contiguous_align(n_cols, dtype))
     assert plan.path == "rows" and not plan.whole_vectors
