@@ -5,7 +5,7 @@ columns up, one or two programs fill an SM, so each SM loads a row, then reduces
 it, and its loads are idle during the last two steps (H200: 73-81% of copy; H100: 93-97%). Here a
 program strides over rows and the next row's load is issued before this row is reduced and
 written, either by Triton's software pipeliner (`tl.range(num_stages=S)`: cp.async into shared
-memory) or by hand, in registers.
+memory; the product's `_rows_pipelined_fwd_kernel` since round 9) or by hand, in registers.
 
 Exploration, not evidence: it prints a table (and writes $OUT/probe_rows_pipelined.json when OUT
 is set). Every variant is checked against float64 on every element, then timed as build.py --run
@@ -28,23 +28,6 @@ from probe_long_rows import forward_configs_probe, rows_forward, tile_unrolled_f
 
 from kernellab.measure import warm_up_gpu  # noqa: E402
 from kernels import triton_softmax as sm  # noqa: E402
-
-
-@triton.jit
-def _rows_pipelined_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
-                               BLOCK_SIZE: tl.constexpr, ALIGN: tl.constexpr, NUM_STAGES: tl.constexpr):
-    """Whole rows, one at a time, on a persistent grid; the pipeliner fetches NUM_STAGES - 1 rows ahead."""
-    n_cols = n_cols // ALIGN * ALIGN
-    input_row_stride = input_row_stride // ALIGN * ALIGN
-    output_row_stride = output_row_stride // ALIGN * ALIGN
-    cols = tl.arange(0, BLOCK_SIZE)
-    mask = cols < n_cols
-    for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0), num_stages=NUM_STAGES):
-        row64 = tl.cast(row, tl.int64)
-        x = tl.load(input_ptr + row64 * input_row_stride + cols, mask=mask, other=float("-inf")).to(tl.float32)
-        numerator = tl.exp(x - tl.max(x, axis=0))
-        y = numerator * (1.0 / tl.sum(numerator, axis=0))
-        tl.store(output_ptr + row64 * output_row_stride + cols, y.to(output_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -81,7 +64,7 @@ def pipelined_forward(warps, programs_per_sm, stages):
         align = sm._vector_align(x.element_size(), n_cols, x.stride(0), y.stride(0))
         common = dict(BLOCK_SIZE=triton.next_power_of_2(n_cols), ALIGN=align, num_warps=warps)
         if stages:
-            sm._launch(_rows_pipelined_fwd_kernel, grid, y, x, x.stride(0), y.stride(0), n_rows, n_cols,
+            sm._launch(sm._rows_pipelined_fwd_kernel, grid, y, x, x.stride(0), y.stride(0), n_rows, n_cols,
                        NUM_STAGES=stages, **common)
         else:
             sm._launch(_rows_prefetch_fwd_kernel, grid, y, x, x.stride(0), y.stride(0), n_rows, n_cols, **common)
