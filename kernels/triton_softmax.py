@@ -58,7 +58,8 @@ def _program_rows(n_rows, n_cols, ROWS_PER_PROGRAM: tl.constexpr, BLOCK_SIZE: tl
 @triton.jit
 def _rows_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
                      ROWS_PER_PROGRAM: tl.constexpr, BLOCK_SIZE: tl.constexpr, ALIGN: tl.constexpr,
-                     LOAD_CACHE: tl.constexpr, STORE_CACHE: tl.constexpr):
+                     LOAD_CACHE: tl.constexpr, STORE_CACHE: tl.constexpr, LOAD_EVICT: tl.constexpr = "",
+                     STORE_EVICT: tl.constexpr = ""):
     """Softmax of ROWS_PER_PROGRAM whole rows held in registers: one read, one write."""
     n_cols = n_cols // ALIGN * ALIGN
     input_row_stride = input_row_stride // ALIGN * ALIGN
@@ -66,13 +67,13 @@ def _rows_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride,
     rows64, cols, mask = _program_rows(n_rows, n_cols, ROWS_PER_PROGRAM, BLOCK_SIZE)
     # padding is -inf: it never wins the max and adds exp(-inf) = 0 to the sum
     x = tl.load(input_ptr + rows64 * input_row_stride + cols, mask=mask,
-                other=float("-inf"), cache_modifier=LOAD_CACHE).to(tl.float32)
+                other=float("-inf"), cache_modifier=LOAD_CACHE, eviction_policy=LOAD_EVICT).to(tl.float32)
     # a fully -inf row has max -inf, so x - max is NaN everywhere: torch's answer too
     numerator = tl.exp(x - tl.max(x, axis=1)[:, None])
     inv_denominator = 1.0 / tl.sum(numerator, axis=1)
     y = numerator * inv_denominator[:, None]
     tl.store(output_ptr + rows64 * output_row_stride + cols,
-             y.to(output_ptr.dtype.element_ty), mask=mask, cache_modifier=STORE_CACHE)
+             y.to(output_ptr.dtype.element_ty), mask=mask, cache_modifier=STORE_CACHE, eviction_policy=STORE_EVICT)
 
 
 @triton.jit
@@ -897,12 +898,14 @@ def _launch(kernel, grid, *args, **kwargs) -> None:
         _launch_log.append((kernel, handle, kwargs))
 
 
-def _forward_rows(y, x, rows_per_program, num_warps, align, load_cache="", store_cache=""):
+def _forward_rows(y, x, rows_per_program, num_warps, align, load_cache="", store_cache="", load_evict="",
+                  store_evict=""):
     """Launch the whole-rows-in-registers forward."""
     n_rows, n_cols = x.shape
     _launch(_rows_fwd_kernel, (triton.cdiv(n_rows, rows_per_program),), y, x, x.stride(0), y.stride(0),
             n_rows, n_cols, ROWS_PER_PROGRAM=rows_per_program, BLOCK_SIZE=triton.next_power_of_2(n_cols),
-            ALIGN=align, LOAD_CACHE=load_cache, STORE_CACHE=store_cache, num_warps=num_warps)
+            ALIGN=align, LOAD_CACHE=load_cache, STORE_CACHE=store_cache, LOAD_EVICT=load_evict,
+            STORE_EVICT=store_evict, num_warps=num_warps)
 
 
 def _forward_rows_pipelined(y, x, num_warps, programs_per_sm, num_stages, align):

@@ -5,7 +5,7 @@ $OUT/probe_long_rows.json when OUT is set); run artifacts come only from build.p
 variant is checked against float64 on every element first, then timed like build.py --run
 (CUDA-graph replays under triton.testing.do_bench, L2 flushed), beside a device-to-device copy
 of the same bytes in the same process. Usage on a CUDA machine:
-    python scripts/probe_long_rows.py [forward|tile|unroll|backward|short|short32|mid ...]
+    python scripts/probe_long_rows.py [forward|tile|unroll|backward|short|short32|mid|evict ...]
 
 (The pipelined 1-D "stream" forward it compared in round 4 was replaced by "tile-stream";
 its figures are in notes/probes/.)
@@ -106,13 +106,13 @@ def tile_unrolled_forward(config):
     return run
 
 
-def rows_forward(rows_per_program, warps, load_cache="", store_cache=""):
-    """A forward callable for one whole-rows tile (and cache modifiers)."""
+def rows_forward(rows_per_program, warps, load_cache="", store_cache="", load_evict="", store_evict=""):
+    """A forward callable for one whole-rows tile (and cache modifiers, L2 eviction policies)."""
     def run(x):
         y = torch.empty_like(x)
         sm._forward_rows(y, x, rows_per_program, warps,
                          sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0)),
-                         load_cache, store_cache)
+                         load_cache, store_cache, load_evict, store_evict)
         return y
     return run
 
@@ -245,6 +245,30 @@ def short_fp32_probe(out: list) -> None:
     short_probe(out, [(dtype, n) for dtype, n in SHORT if dtype == "float32" and n >= 2048])
 
 
+# fp32 2K-16K on the H100, where Inductor stays 0.4-1.3% ahead: L2 eviction policies on the rows
+# kernel's loads and stores (Inductor's kernels carry evict_last / evict_first), each shape
+# against a torch.compile compiled for that shape alone.
+EVICT_SHAPES = [(2048, 2, 8), (4096, 1, 8), (8192, 1, 16), (16384, 1, 16)]  # (N, rows per program, warps): the table's
+EVICT_VARIANTS = [("evict_first", ""), ("", "evict_first"), ("evict_first", "evict_first"), ("evict_last", ""),
+                  ("", "evict_last"), ("evict_last", "evict_first")]
+
+
+def evict_probe(out: list) -> None:
+    """The dispatcher's rows tiles with each L2 eviction policy pair, against torch.compile."""
+    for n, rows_per_program, warps in EVICT_SHAPES:
+        m, x, moved, ref, scale = forward_input(n, "float32")
+        y = torch.empty_like(x)
+        copy_ms = timed(lambda: y.copy_(x))["ms"]
+        compiled = torch.compile(lambda t: torch.softmax(t, -1), dynamic=False)
+        lines = [row("copy", {"ms": copy_ms, "p20": None, "p80": None}, moved, copy_ms),
+                 row("torch.compile", timed(compiled, x), moved, copy_ms),
+                 row("dispatcher", timed(sm.softmax_forward, x), moved, copy_ms)]
+        variants = [(f"rows {rows_per_program}x{warps}w load {load or '-'} store {store or '-'}",
+                     rows_forward(rows_per_program, warps, "", "", load, store)) for load, store in EVICT_VARIANTS]
+        lines += checked_and_timed(variants, (x,), ref, scale, "float32", moved, copy_ms)
+        report("evict", m, n, "float32", lines, out)
+
+
 # Rows of 16k-32k columns that are not a power of two: the rows kernel pads them to 32,768 lanes
 # (24,000 fp16 on the H200: 62% of copy, probe_rows_chunks.py). The tile kernel pads only its last step.
 MID_NS = [20000, 24000, 28000, 32768]
@@ -275,7 +299,7 @@ def main() -> None:
     for name in which:
         {"forward": tile_stream_probe, "tile": tile_probe, "unroll": unroll_probe,
          "backward": backward_probe, "short": short_probe, "short32": short_fp32_probe,
-         "mid": mid_probe}[name](out)
+         "mid": mid_probe, "evict": evict_probe}[name](out)
         print(f"-- {name} done at {time.time() - start:.0f} s", flush=True)
     if os.environ.get("OUT"):
         Path(os.environ["OUT"], "probe_long_rows.json").write_text(json.dumps(
