@@ -78,7 +78,8 @@ def _rows_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride,
 
 @triton.jit
 def _rows_pipelined_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
-                               BLOCK_SIZE: tl.constexpr, ALIGN: tl.constexpr, NUM_STAGES: tl.constexpr):
+                               BLOCK_SIZE: tl.constexpr, ALIGN: tl.constexpr, NUM_STAGES: tl.constexpr,
+                               LOAD_EVICT: tl.constexpr = ""):
     """The rows kernel's softmax of one whole row, for row after row on a persistent grid.
 
     One row of 28k-32k 2-byte columns fills an SM, which otherwise loads it, then reduces it, then
@@ -92,7 +93,8 @@ def _rows_pipelined_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_r
     mask = cols < n_cols
     for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0), num_stages=NUM_STAGES):
         row64 = tl.cast(row, tl.int64)
-        x = tl.load(input_ptr + row64 * input_row_stride + cols, mask=mask, other=float("-inf")).to(tl.float32)
+        x = tl.load(input_ptr + row64 * input_row_stride + cols, mask=mask, other=float("-inf"),
+                    eviction_policy=LOAD_EVICT).to(tl.float32)
         numerator = tl.exp(x - tl.max(x, axis=0))
         y = numerator * (1.0 / tl.sum(numerator, axis=0))
         tl.store(output_ptr + row64 * output_row_stride + cols, y.to(output_ptr.dtype.element_ty), mask=mask)

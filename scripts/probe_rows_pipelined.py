@@ -10,7 +10,7 @@ memory; the product's `_rows_pipelined_fwd_kernel` since round 9) or by hand, in
 Exploration, not evidence: it prints a table (and writes $OUT/probe_rows_pipelined.json when OUT
 is set). Every variant is checked against float64 on every element, then timed as build.py --run
 times (probe_long_rows.py's harness), beside a copy of the same bytes. Usage on a CUDA machine:
-    python scripts/probe_rows_pipelined.py [mid|short32|band|short2|padding ...]
+    python scripts/probe_rows_pipelined.py [mid|short32|band|short2|padding|evict ...]
 """
 import json
 import os
@@ -55,7 +55,7 @@ def _rows_prefetch_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_ro
                  mask=mask)
 
 
-def pipelined_forward(warps, programs_per_sm, stages):
+def pipelined_forward(warps, programs_per_sm, stages, load_evict=""):
     """A forward callable for the pipelined kernel (stages 0: the hand-written register prefetch)."""
     def run(x):
         y = torch.empty_like(x)
@@ -65,7 +65,7 @@ def pipelined_forward(warps, programs_per_sm, stages):
         common = dict(BLOCK_SIZE=triton.next_power_of_2(n_cols), ALIGN=align, num_warps=warps)
         if stages:
             sm._launch(sm._rows_pipelined_fwd_kernel, grid, y, x, x.stride(0), y.stride(0), n_rows, n_cols,
-                       NUM_STAGES=stages, **common)
+                       NUM_STAGES=stages, LOAD_EVICT=load_evict, **common)
         else:
             sm._launch(_rows_prefetch_fwd_kernel, grid, y, x, x.stride(0), y.stride(0), n_rows, n_cols, **common)
         return y
@@ -113,6 +113,19 @@ def padding_probe(out: list) -> None:
     forward_configs_probe("rows-pipelined-padding", PADDING_NS, variants, out, dtypes=["float16", "bfloat16"])
 
 
+# The rows kernel gained 1-4% from evict_last loads (round 9): the pipelined one too?
+EVICT_NS = [10000, 12800, 32768]
+
+
+def evict_probe(out: list) -> None:
+    """The table's pipelined configs with and without evict_last loads, and the rows kernel with them."""
+    variants = [(f"pipelined {c} {e or '-'}", pipelined_forward(*c, load_evict=e))
+                for c in [(16, 2, 3), (32, 1, 3)] for e in ("", "evict_last")]
+    variants += [("rows (1, 16) evict_last", rows_forward(1, 16, "", "", "evict_last")),
+                 ("rows (1, 32) evict_last", rows_forward(1, 32, "", "", "evict_last"))]
+    forward_configs_probe("rows-pipelined-evict", EVICT_NS, variants, out, dtypes=["float16", "bfloat16"])
+
+
 BAND_NS = [28001, 30000, 32768]
 
 
@@ -131,7 +144,7 @@ def main() -> None:
     print(torch.cuda.get_device_name(), torch.__version__, triton.__version__, flush=True)
     out, start = [], time.time()
     for name in which:
-        {"mid": mid_probe, "short32": short32_probe, "band": band_probe, "short2": short2_probe, "padding": padding_probe}[name](out)
+        {"mid": mid_probe, "short32": short32_probe, "band": band_probe, "short2": short2_probe, "padding": padding_probe, "evict": evict_probe}[name](out)
         print(f"-- {name} done at {time.time() - start:.0f} s", flush=True)
     if os.environ.get("OUT"):
         Path(os.environ["OUT"], "probe_rows_pipelined.json").write_text(json.dumps(
