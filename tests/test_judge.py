@@ -61,6 +61,16 @@ def test_bandwidth_above_copy_ceiling_is_suspect_and_never_support():
     assert "above the run's copy bandwidth" in v.comparisons[0].note
 
 
+def test_bandwidth_within_the_ceilings_margin_is_plausible_and_past_it_suspect():
+    """The copy ceiling is a measurement of torch's copy kernel, which other kernels beat by up
+    to half a percent: a figure within SUSPECT_CEILING_MARGIN of it is plausible."""
+    run = {"copy_bandwidth": {"gbs": 1000.0}}
+    result = {"pass": "forward", "profile": "p", "gbs": 1000.0 * (1 + judge.SUSPECT_CEILING_MARGIN) * 0.999}
+    assert judge.is_suspect(result, run) == ""
+    result["gbs"] = 1000.0 * (1 + judge.SUSPECT_CEILING_MARGIN) * 1.001
+    assert "more than 1% above the run's copy bandwidth 1000 GB/s" in judge.is_suspect(result, run)
+
+
 def test_implausible_speedup_is_suspect():
     v = verdict_of(winning_results(candidate_ms=0.001, baseline_ms=0.020), copy_gbs=1e9)
     assert {c.state for c in v.comparisons} == {"suspect"}
