@@ -290,20 +290,26 @@ def report(kind, m, n, dtype, lines, out) -> None:
     out.append({"kind": kind, "rows": m, "cols": n, "dtype": dtype, "lines": lines})
 
 
-def main() -> None:
-    """Run the probes named on the command line (default: all) and save what they print."""
-    which = sys.argv[1:] or ["forward", "backward", "short"]
+PROBES = {"forward": tile_stream_probe, "tile": tile_probe, "unroll": unroll_probe, "backward": backward_probe,
+          "short": short_probe, "short32": short_fp32_probe, "mid": mid_probe, "evict": evict_probe}
+
+
+def run_probes(probes: dict, which: list, out_name: str) -> None:
+    """Run the named probes in order, printing as they go, and save their lines as $OUT/out_name."""
     warm_up_gpu()
     print(torch.cuda.get_device_name(), torch.__version__, flush=True)
     out, start = [], time.time()
     for name in which:
-        {"forward": tile_stream_probe, "tile": tile_probe, "unroll": unroll_probe,
-         "backward": backward_probe, "short": short_probe, "short32": short_fp32_probe,
-         "mid": mid_probe, "evict": evict_probe}[name](out)
+        probes[name](out)
         print(f"-- {name} done at {time.time() - start:.0f} s", flush=True)
     if os.environ.get("OUT"):
-        Path(os.environ["OUT"], "probe_long_rows.json").write_text(json.dumps(
+        Path(os.environ["OUT"], out_name).write_text(json.dumps(
             {"device": torch.cuda.get_device_name(), "results": out}, indent=1, default=str))
+
+
+def main() -> None:
+    """Run the probes named on the command line (default: forward, backward, short)."""
+    run_probes(PROBES, sys.argv[1:] or ["forward", "backward", "short"], "probe_long_rows.json")
 
 
 if __name__ == "__main__":

@@ -12,10 +12,7 @@ is set). Every variant is checked against float64 on every element, then timed a
 times (probe_long_rows.py's harness), beside a copy of the same bytes. Usage on a CUDA machine:
     python scripts/probe_rows_pipelined.py [mid|short32|band|short2|padding|evict ...]
 """
-import json
-import os
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -24,9 +21,8 @@ import triton.language as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from probe_long_rows import forward_configs_probe, rows_forward, tile_unrolled_forward  # noqa: E402
+from probe_long_rows import forward_configs_probe, rows_forward, run_probes, tile_unrolled_forward  # noqa: E402
 
-from kernellab.measure import warm_up_gpu  # noqa: E402
 from kernels import triton_softmax as sm  # noqa: E402
 
 
@@ -137,18 +133,13 @@ def band_probe(out: list) -> None:
     forward_configs_probe("rows-pipelined-band", BAND_NS, variants, out, dtypes=["float16", "bfloat16"])
 
 
+PROBES = {"mid": mid_probe, "short32": short32_probe, "band": band_probe, "short2": short2_probe,
+          "padding": padding_probe, "evict": evict_probe}
+
+
 def main() -> None:
-    """Run the probes named on the command line (default: both) and save what they print."""
-    which = sys.argv[1:] or ["mid", "short32"]
-    warm_up_gpu()
-    print(torch.cuda.get_device_name(), torch.__version__, triton.__version__, flush=True)
-    out, start = [], time.time()
-    for name in which:
-        {"mid": mid_probe, "short32": short32_probe, "band": band_probe, "short2": short2_probe, "padding": padding_probe, "evict": evict_probe}[name](out)
-        print(f"-- {name} done at {time.time() - start:.0f} s", flush=True)
-    if os.environ.get("OUT"):
-        Path(os.environ["OUT"], "probe_rows_pipelined.json").write_text(json.dumps(
-            {"device": torch.cuda.get_device_name(), "results": out}, indent=1, default=str))
+    """Run the probes named on the command line (default: mid, short32)."""
+    run_probes(PROBES, sys.argv[1:] or ["mid", "short32"], "probe_rows_pipelined.json")
 
 
 if __name__ == "__main__":
