@@ -5,7 +5,7 @@ $OUT/probe_long_rows.json when OUT is set); run artifacts come only from build.p
 variant is checked against float64 on every element first, then timed like build.py --run
 (CUDA-graph replays under triton.testing.do_bench, L2 flushed), beside a device-to-device copy
 of the same bytes in the same process. Usage on a CUDA machine:
-    python scripts/probe_long_rows.py [forward|tile|unroll|backward|short|short32|mid|evict ...]
+    python scripts/probe_long_rows.py [forward|tile|unroll|backward|short|short32|mid|evict|evict_tiles ...]
 
 (The pipelined 1-D "stream" forward it compared in round 4 was replaced by "tile-stream";
 its figures are in notes/probes/.)
@@ -269,6 +269,27 @@ def evict_probe(out: list) -> None:
         report("evict", m, n, "float32", lines, out)
 
 
+# With evict_last loads the dispatcher is within 0.5% of torch.compile at fp32 2,048 and 4,096 on the
+# H100 (0.995-0.996x): does another whole-row tile, with the same hint, close it?
+EVICT_TILES = [(1, 2), (2, 2), (1, 4), (2, 4), (4, 4), (1, 8), (2, 8), (4, 8)]
+
+
+def evict_tiles_probe(out: list) -> None:
+    """Whole-row tiles with evict_last loads at fp32 2,048 and 4,096, against torch.compile."""
+    for n in (2048, 4096):
+        m, x, moved, ref, scale = forward_input(n, "float32")
+        y = torch.empty_like(x)
+        copy_ms = timed(lambda: y.copy_(x))["ms"]
+        compiled = torch.compile(lambda t: torch.softmax(t, -1), dynamic=False)
+        lines = [row("copy", {"ms": copy_ms, "p20": None, "p80": None}, moved, copy_ms),
+                 row("torch.compile", timed(compiled, x), moved, copy_ms),
+                 row("dispatcher", timed(sm.softmax_forward, x), moved, copy_ms)]
+        variants = [(f"rows {rpp}x{warps}w evict_last", rows_forward(rpp, warps, "", "", "evict_last"))
+                    for rpp, warps in EVICT_TILES if rpp * n <= 64 * 32 * warps]
+        lines += checked_and_timed(variants, (x,), ref, scale, "float32", moved, copy_ms)
+        report("evict-tiles", m, n, "float32", lines, out)
+
+
 # Rows of 16k-32k columns that are not a power of two: the rows kernel pads them to 32,768 lanes
 # (24,000 fp16 on the H200: 62% of copy, probe_rows_chunks.py). The tile kernel pads only its last step.
 MID_NS = [20000, 24000, 28000, 32768]
@@ -291,7 +312,8 @@ def report(kind, m, n, dtype, lines, out) -> None:
 
 
 PROBES = {"forward": tile_stream_probe, "tile": tile_probe, "unroll": unroll_probe, "backward": backward_probe,
-          "short": short_probe, "short32": short_fp32_probe, "mid": mid_probe, "evict": evict_probe}
+          "short": short_probe, "short32": short_fp32_probe, "mid": mid_probe, "evict": evict_probe,
+          "evict_tiles": evict_tiles_probe}
 
 
 def run_probes(probes: dict, which: list, out_name: str) -> None:
