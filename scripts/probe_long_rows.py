@@ -253,16 +253,21 @@ EVICT_VARIANTS = [("evict_first", ""), ("", "evict_first"), ("evict_first", "evi
                   ("", "evict_last"), ("evict_last", "evict_first")]
 
 
+def compile_reference_lines(x, moved) -> tuple:
+    """(copy ms, [copy, torch.compile, dispatcher lines]) for x; torch.compile compiled for x's shape alone."""
+    y = torch.empty_like(x)
+    copy_ms = timed(lambda: y.copy_(x))["ms"]
+    compiled = torch.compile(lambda t: torch.softmax(t, -1), dynamic=False)
+    return copy_ms, [row("copy", {"ms": copy_ms, "p20": None, "p80": None}, moved, copy_ms),
+                     row("torch.compile", timed(compiled, x), moved, copy_ms),
+                     row("dispatcher", timed(sm.softmax_forward, x), moved, copy_ms)]
+
+
 def evict_probe(out: list) -> None:
     """The dispatcher's rows tiles with each L2 eviction policy pair, against torch.compile."""
     for n, rows_per_program, warps in EVICT_SHAPES:
         m, x, moved, ref, scale = forward_input(n, "float32")
-        y = torch.empty_like(x)
-        copy_ms = timed(lambda: y.copy_(x))["ms"]
-        compiled = torch.compile(lambda t: torch.softmax(t, -1), dynamic=False)
-        lines = [row("copy", {"ms": copy_ms, "p20": None, "p80": None}, moved, copy_ms),
-                 row("torch.compile", timed(compiled, x), moved, copy_ms),
-                 row("dispatcher", timed(sm.softmax_forward, x), moved, copy_ms)]
+        copy_ms, lines = compile_reference_lines(x, moved)
         variants = [(f"rows {rows_per_program}x{warps}w load {load or '-'} store {store or '-'}",
                      rows_forward(rows_per_program, warps, "", "", load, store)) for load, store in EVICT_VARIANTS]
         lines += checked_and_timed(variants, (x,), ref, scale, "float32", moved, copy_ms)
@@ -278,12 +283,7 @@ def evict_tiles_probe(out: list) -> None:
     """Whole-row tiles with evict_last loads at fp32 2,048 and 4,096, against torch.compile."""
     for n in (2048, 4096):
         m, x, moved, ref, scale = forward_input(n, "float32")
-        y = torch.empty_like(x)
-        copy_ms = timed(lambda: y.copy_(x))["ms"]
-        compiled = torch.compile(lambda t: torch.softmax(t, -1), dynamic=False)
-        lines = [row("copy", {"ms": copy_ms, "p20": None, "p80": None}, moved, copy_ms),
-                 row("torch.compile", timed(compiled, x), moved, copy_ms),
-                 row("dispatcher", timed(sm.softmax_forward, x), moved, copy_ms)]
+        copy_ms, lines = compile_reference_lines(x, moved)
         variants = [(f"rows {rpp}x{warps}w evict_last", rows_forward(rpp, warps, "", "", "evict_last"))
                     for rpp, warps in EVICT_TILES if rpp * n <= 64 * 32 * warps]
         lines += checked_and_timed(variants, (x,), ref, scale, "float32", moved, copy_ms)
