@@ -29,9 +29,9 @@ HOW_VERDICTS_ARE_REACHED = (
     "statistics of its timing samples; the speedup interval runs from the worst to the best "
     "combination, so it covers at least 95%. Supported: every interval lies above the bar. "
     "Rejected: some interval lies wholly below it. Inconclusive: an interval crosses the bar, a "
-    "case is missing, or a figure is suspect (a speedup above 10x, or a bandwidth more than 1% above the "
-    "run's measured copy bandwidth). Invalid: a correctness check failed. Imported figures "
-    "carry no samples: their point values are used as they are, and the page says so."
+    f"case is missing, or a figure is suspect (a speedup above {SUSPECT_SPEEDUP:.0f}x, or a bandwidth more than "
+    f"{SUSPECT_CEILING_MARGIN:.0%} above the run's measured copy bandwidth). Invalid: a correctness check failed. "
+    "Imported figures carry no samples: their point values are used as they are, and the page says so."
 )
 
 
