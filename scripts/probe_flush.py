@@ -90,7 +90,6 @@ def flush_probe(out: list) -> None:
                       f"({line['p20']:.2f}-{line['p80']:.2f}) {line['gbs']:7.0f} GB/s"
                       + ("" if line["passed"] else "  WRONG"), flush=True)
             out.append({"rows": rows, "cols": cols, "dtype": dtype, "lines": lines})
-            del x, y, ref, scale
             torch.cuda.empty_cache()
 
 
