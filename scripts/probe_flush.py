@@ -59,7 +59,7 @@ def flushes() -> dict:
     buf.random_(0, 7)
     total = torch.empty((), dtype=torch.int64, device="cuda")
     return {"write": buf.zero_,  # what triton.testing.do_bench does
-            "read": lambda: torch.sum(buf, dtype=torch.int64, out=total),
+            "read": lambda: torch.sum(buf, dim=0, dtype=torch.int64, out=total),
             "none": lambda: None}
 
 
