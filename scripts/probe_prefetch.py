@@ -75,11 +75,26 @@ def _prefetch_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols,
                      (tl.exp(x - row_max) * inv_row_sum).to(output_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit(noinline=True)
+def _publish_missing(input_ptr, slots_ptr, in_base, first_col, n_cols, n_blocks, row, n_segments,
+                     blocks_per_segment, TILE_ROWS: tl.constexpr, VEC: tl.constexpr, UNROLL: tl.constexpr):
+    """The exchange's cold path, as a real call: publish every sibling segment still missing, computed here."""
+    for sibling in range(0, n_segments):
+        slot = slots_ptr + row * n_segments + sibling
+        if tl.load(slot, volatile=True) == 0:
+            s_first = sibling * blocks_per_segment
+            s_max, s_sum = sm._tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, s_first,
+                                                    tl.minimum(s_first + blocks_per_segment, n_blocks),
+                                                    TILE_ROWS, VEC, UNROLL)
+            tl.atomic_xchg(slot, _pack(s_max, s_sum), sem="relaxed")
+
+
 @triton.jit
 def _prefetch_stream_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
                             n_segments, blocks_per_segment, max_polls, TILE_ROWS: tl.constexpr,
                             SEGMENTS_BLOCK: tl.constexpr, ALIGN: tl.constexpr, VEC: tl.constexpr,
-                            UNROLL: tl.constexpr, PREFETCH1: tl.constexpr, PREFETCH2: tl.constexpr):
+                            UNROLL: tl.constexpr, PREFETCH1: tl.constexpr, PREFETCH2: tl.constexpr,
+                            NOINLINE: tl.constexpr = False):
     """_tile_stream_fwd_kernel with prefetching pass 1 (PREFETCH1) and/or pass 2 (PREFETCH2)."""
     n_cols = n_cols // ALIGN * ALIGN
     input_row_stride = input_row_stride // ALIGN * ALIGN
@@ -102,7 +117,13 @@ def _prefetch_stream_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, 
         else:
             tl.atomic_xchg(slots_ptr + item, _pack(segment_max, segment_sum), sem="relaxed")
             packed, n_missing, in_row = _await_row(slots_ptr, row, n_segments, max_polls, SEGMENTS_BLOCK)
-            if n_missing > 0:
+            if NOINLINE:
+                if n_missing > 0:
+                    _publish_missing(input_ptr, slots_ptr, in_base, first_col, n_cols, n_blocks, row, n_segments,
+                                     blocks_per_segment, TILE_ROWS, VEC, UNROLL)
+                    packed = tl.load(slots_ptr + row * n_segments + tl.arange(0, SEGMENTS_BLOCK), mask=in_row,
+                                     other=-1, volatile=True)
+            elif n_missing > 0:
                 for sibling in range(0, n_segments):
                     slot = slots_ptr + row * n_segments + sibling
                     if tl.load(slot, volatile=True) == 0:
@@ -124,7 +145,7 @@ def _prefetch_stream_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, 
 
 def prefetch_forward(config):
     """A forward callable for (vectors, warps, programs per SM, segment bytes, prefetch pass 1, pass 2)."""
-    vectors, warps, progs, segment_bytes, prefetch1, prefetch2 = config
+    vectors, warps, progs, segment_bytes, prefetch1, prefetch2, *noinline = config
 
     def run(x):
         y = torch.empty_like(x)
@@ -139,7 +160,8 @@ def prefetch_forward(config):
                 sm._max_polls())
         maxnreg = min(255, 65536 // (progs * warps * 32) // 8 * 8)
         kwargs = dict(TILE_ROWS=tile_rows, SEGMENTS_BLOCK=sm._segments_block(n_segments), ALIGN=align, VEC=vec,
-                      UNROLL=1, PREFETCH1=prefetch1, PREFETCH2=prefetch2, num_warps=warps, maxnreg=maxnreg)
+                      UNROLL=1, PREFETCH1=prefetch1, PREFETCH2=prefetch2, NOINLINE=bool(noinline and noinline[0]),
+                      num_warps=warps, maxnreg=maxnreg)
         n_programs = sm._persistent_programs(_prefetch_stream_kernel, args, kwargs, n_rows * n_segments,
                                              n_segments, progs, x.device)
         sm._launch(_prefetch_stream_kernel, (n_programs,), *args, **kwargs)
@@ -165,7 +187,23 @@ def variants():
             + [(f"prefetch {c}", prefetch_forward(c)) for c in PREFETCH_CONFIGS])
 
 
-PROBES = {"long": lambda out: forward_configs_probe("prefetch", LONG_NS, variants(), out),
+# Round 12: 64 warps an SM need 32 registers; the exchange's cold path, inlined, makes the
+# 1-vector, 2-program config spill 14-16. As a real call it may not.
+NOINLINE_CONFIGS = [
+    (1, 32, 2, 131072, False, False, True), (1, 32, 2, 131072, True, True, True),
+    (1, 32, 2, 65536, False, False, True), (2, 32, 1, 262144, False, False, True),
+    (1, 16, 4, 65536, False, False, True), (1, 32, 2, 131072, False, False, False),
+]
+
+
+def noinline_variants():
+    """(label, forward) per round-12 config, and the product's tile-stream."""
+    return ([("tile-stream (2, 32, 1, 262144, 1)", tile_stream_forward((2, 32, 1, 262144, 1)))]
+            + [(f"noinline {c}", prefetch_forward(c)) for c in NOINLINE_CONFIGS])
+
+
+PROBES = {"noinline": lambda out: forward_configs_probe("noinline", LONG_NS, noinline_variants(), out),
+          "long": lambda out: forward_configs_probe("prefetch", LONG_NS, variants(), out),
           "mid": lambda out: forward_configs_probe("prefetch-mid", MID_NS, variants(), out)}
 
 
