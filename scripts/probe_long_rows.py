@@ -5,7 +5,7 @@ $OUT/probe_long_rows.json when OUT is set); run artifacts come only from build.p
 variant is checked against float64 on every element first, then timed like build.py --run
 (CUDA-graph replays under triton.testing.do_bench, L2 flushed), beside a device-to-device copy
 of the same bytes in the same process. Usage on a CUDA machine:
-    python scripts/probe_long_rows.py [forward|tile|unroll|backward|short|short32|mid|evict|evict_tiles ...]
+    python scripts/probe_long_rows.py [forward|tile|unroll|backward|short|short32|mid|evict|evict_tiles|short_tile ...]
 
 (The pipelined 1-D "stream" forward it compared in round 4 was replaced by "tile-stream";
 its figures are in notes/probes/.)
@@ -302,6 +302,18 @@ def mid_probe(out: list) -> None:
                           dtypes=["float16", "bfloat16", "float32"])
 
 
+# Round 14: 2-byte rows of 8k-16k columns, where rows-pipelined pads each row to 16,384 lanes and
+# the H200 sits at 77-88% of copy. The tile kernel pads only its last step of each row.
+SHORT_TILE_NS = [8200, 10000, 11264, 12800, 14336, 16384]
+SHORT_TILES_2B = [(1, 16, 4, 1), (1, 16, 4, 2), (1, 8, 8, 1), (1, 8, 8, 2), (1, 32, 2, 1), (2, 16, 2, 2), (1, 4, 16, 1)]
+
+
+def short_tile_probe(out: list) -> None:
+    """The tile kernel against the dispatcher (rows-pipelined, rows) for 2-byte rows of 8k-16k columns."""
+    forward_configs_probe("short-tile", SHORT_TILE_NS, [(f"tile {c}", tile_unrolled_forward(c)) for c in SHORT_TILES_2B],
+                          out, dtypes=["float16", "bfloat16"])
+
+
 def report(kind, m, n, dtype, lines, out) -> None:
     """Print one shape's lines, best first, and keep them."""
     print(f"{kind} {m}x{n} {dtype}:", flush=True)
@@ -313,7 +325,7 @@ def report(kind, m, n, dtype, lines, out) -> None:
 
 PROBES = {"forward": tile_stream_probe, "tile": tile_probe, "unroll": unroll_probe, "backward": backward_probe,
           "short": short_probe, "short32": short_fp32_probe, "mid": mid_probe, "evict": evict_probe,
-          "evict_tiles": evict_tiles_probe}
+          "evict_tiles": evict_tiles_probe, "short_tile": short_tile_probe}
 
 
 def run_probes(probes: dict, which: list, out_name: str) -> None:
