@@ -5,7 +5,7 @@ $OUT/probe_long_rows.json when OUT is set); run artifacts come only from build.p
 variant is checked against float64 on every element first, then timed like build.py --run
 (CUDA-graph replays under triton.testing.do_bench, L2 flushed), beside a device-to-device copy
 of the same bytes in the same process. Usage on a CUDA machine:
-    python scripts/probe_long_rows.py [forward|tile|unroll|backward|short|short32|mid|evict|evict_tiles|short_tile ...]
+    python scripts/probe_long_rows.py [forward|tile|unroll|backward|short|short32|mid|evict|evict_tiles|short_tile|band_tile ...]
 
 (The pipelined 1-D "stream" forward it compared in round 4 was replaced by "tile-stream";
 its figures are in notes/probes/.)
@@ -314,6 +314,17 @@ def short_tile_probe(out: list) -> None:
                           out, dtypes=["float16", "bfloat16"])
 
 
+# Round 14, continued: where does the tile kernel's lead at 8,200 columns end?
+BAND_TILE_NS = [8200, 8448, 8704, 9000, 9216, 9472, 9728, 10000]
+BAND_TILES = [(1, 8, 8, 1), (1, 8, 8, 2), (1, 4, 16, 1), (1, 4, 16, 2)]
+
+
+def band_tile_probe(out: list) -> None:
+    """The tile kernel against the dispatcher (rows-pipelined) for 2-byte rows of 8,200-10,000 columns."""
+    forward_configs_probe("band-tile", BAND_TILE_NS, [(f"tile {c}", tile_unrolled_forward(c)) for c in BAND_TILES],
+                          out, dtypes=["float16", "bfloat16"])
+
+
 def report(kind, m, n, dtype, lines, out) -> None:
     """Print one shape's lines, best first, and keep them."""
     print(f"{kind} {m}x{n} {dtype}:", flush=True)
@@ -325,7 +336,8 @@ def report(kind, m, n, dtype, lines, out) -> None:
 
 PROBES = {"forward": tile_stream_probe, "tile": tile_probe, "unroll": unroll_probe, "backward": backward_probe,
           "short": short_probe, "short32": short_fp32_probe, "mid": mid_probe, "evict": evict_probe,
-          "evict_tiles": evict_tiles_probe, "short_tile": short_tile_probe}
+          "evict_tiles": evict_tiles_probe, "short_tile": short_tile_probe,
+          "band_tile": band_tile_probe}
 
 
 def run_probes(probes: dict, which: list, out_name: str) -> None:
