@@ -716,6 +716,11 @@ class Plan(NamedTuple):
 #   8,200 and +1-4% to 10,240, -3 to -7% from 11,264 (to about 91% of copy, from 96-97%), the
 #   better worst case at every width probed. At 15,360-16,384 the rows kernel wins on both GPUs
 #   (notes/probes/2026-11-22-h{100,200}-rows-pipelined-padding.json).
+#   But to 9,728 columns the tile kernel (1 vector x 8 warps x 8 programs, unrolled twice), which
+#   pads only the last step of a row, beats rows-pipelined by 2.5-7.5% on the H200 (8,200: 2,973
+#   against 2,784 GB/s fp16, 70% of copy against 66%) and is within -1.9% to +3% on the H100; the
+#   better worst case on both. At 10,000 the two tie; from 11,264 rows-pipelined leads by 10-15% on
+#   the H200 (notes/kernels.md, round 14; notes/probes/2026-11-22-h{100,200}-{short,band}-tile.json).
 #   2-byte rows of 28k-32k columns, where one row fills an SM, go to "rows-pipelined" (32 warps, one
 #   program per SM, 3 stages: two rows in flight in shared memory while one is reduced and
 #   written): at 32,768 it moved 3,752 / 3,652 GB/s (fp16 / bf16) on the H200 against the rows
@@ -760,6 +765,7 @@ SOFTMAX_PLANS = (
     Plan("forward",      2048,        0,  0, "rows",       2,     0,     8,    0),
     Plan("forward",      4096,        0,  0, "rows",       1,     0,     8,    0),
     Plan("forward",      8192,        0,  0, "rows",       1,     0,    16,    0),
+    Plan("forward",      9728,        2,  2, "tile",       1,     0,     8,    8,    0,      0, 2, True),
     Plan("forward",     14336,        2,  2, "rows-pipelined", 1, 0,    16,    2,    3,      0, 1, True),
     Plan("forward",     16384,        0,  0, "rows",       1,     0,    16,    0),
     Plan("forward",     28000,        2,  2, "tile",       1,     0,    16,    4,    0,      0, 2, True),
