@@ -46,6 +46,22 @@ import triton.language as tl
 # columns is read two bytes at a time.
 
 
+# exp(x - m) = exp2(x * log2(e) - m * log2(e)). With m * log2(e) once per row (or vector) the
+# per-element work is one FMA and one ex2, where exp(x - m) is a subtraction, a multiplication and
+# ex2: one instruction less per element, which the H200's issue-bound 2-byte rows feel (up to
+# +17%, notes/kernels.md, round 15). The kernels that take LOG2 keep their maxima in this scaled
+# domain (m * log2(e), rounded once), so every exponent of a row is taken against the same rounded
+# value: its rounding error shifts all of them alike and cancels in exp / sum(exp). The scaled max
+# overflows past |m| = 2.4e38, which only float16 inputs (|x| <= 65504) rule out: LOG2 is for them.
+LOG2E: tl.constexpr = tl.constexpr(1.4426950408889634)
+
+
+@triton.jit
+def _exp_scaled(x, scaled_max):
+    """exp(x - m) for scaled_max = m * log2(e): exp2 of one FMA; -inf and NaN as exp(x - m) gives them."""
+    return tl.exp2(tl.fma(x, LOG2E, -scaled_max))
+
+
 @triton.jit
 def _program_rows(n_rows, n_cols, ROWS_PER_PROGRAM: tl.constexpr, BLOCK_SIZE: tl.constexpr):
     """(row indices [R, 1] in int64, column indices [1, B], in-bounds mask [R, B]) of this program's rows."""
@@ -59,7 +75,7 @@ def _program_rows(n_rows, n_cols, ROWS_PER_PROGRAM: tl.constexpr, BLOCK_SIZE: tl
 def _rows_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
                      ROWS_PER_PROGRAM: tl.constexpr, BLOCK_SIZE: tl.constexpr, ALIGN: tl.constexpr,
                      LOAD_CACHE: tl.constexpr, STORE_CACHE: tl.constexpr, LOAD_EVICT: tl.constexpr = "",
-                     STORE_EVICT: tl.constexpr = ""):
+                     STORE_EVICT: tl.constexpr = "", LOG2: tl.constexpr = False):
     """Softmax of ROWS_PER_PROGRAM whole rows held in registers: one read, one write."""
     n_cols = n_cols // ALIGN * ALIGN
     input_row_stride = input_row_stride // ALIGN * ALIGN
@@ -69,7 +85,10 @@ def _rows_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride,
     x = tl.load(input_ptr + rows64 * input_row_stride + cols, mask=mask,
                 other=float("-inf"), cache_modifier=LOAD_CACHE, eviction_policy=LOAD_EVICT).to(tl.float32)
     # a fully -inf row has max -inf, so x - max is NaN everywhere: torch's answer too
-    numerator = tl.exp(x - tl.max(x, axis=1)[:, None])
+    if LOG2:
+        numerator = _exp_scaled(x, (tl.max(x, axis=1) * LOG2E)[:, None])
+    else:
+        numerator = tl.exp(x - tl.max(x, axis=1)[:, None])
     inv_denominator = 1.0 / tl.sum(numerator, axis=1)
     y = numerator * inv_denominator[:, None]
     tl.store(output_ptr + rows64 * output_row_stride + cols,
@@ -79,7 +98,7 @@ def _rows_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride,
 @triton.jit
 def _rows_pipelined_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
                                BLOCK_SIZE: tl.constexpr, ALIGN: tl.constexpr, NUM_STAGES: tl.constexpr,
-                               LOAD_EVICT: tl.constexpr = ""):
+                               LOAD_EVICT: tl.constexpr = "", LOG2: tl.constexpr = False):
     """The rows kernel's softmax of one whole row, for row after row on a persistent grid.
 
     One row of 28k-32k 2-byte columns fills an SM, which otherwise loads it, then reduces it, then
@@ -95,7 +114,10 @@ def _rows_pipelined_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_r
         row64 = tl.cast(row, tl.int64)
         x = tl.load(input_ptr + row64 * input_row_stride + cols, mask=mask, other=float("-inf"),
                     eviction_policy=LOAD_EVICT).to(tl.float32)
-        numerator = tl.exp(x - tl.max(x, axis=0))
+        if LOG2:
+            numerator = _exp_scaled(x, tl.max(x, axis=0) * LOG2E)
+        else:
+            numerator = tl.exp(x - tl.max(x, axis=0))
         y = numerator * (1.0 / tl.sum(numerator, axis=0))
         tl.store(output_ptr + row64 * output_row_stride + cols, y.to(output_ptr.dtype.element_ty), mask=mask)
 
@@ -210,13 +232,15 @@ def _await_row(slots_ptr, row, n_chunks, max_polls, CHUNKS_BLOCK: tl.constexpr):
 
 
 @triton.jit
-def _combine_partials(packed, in_row):
-    """(row max, 1 / row sum of exp(x - max)) from a row's published (max, sum) partials."""
+def _combine_partials(packed, in_row, LOG2: tl.constexpr = False):
+    """(row max, 1 / row sum of exp(x - max)) from a row's published (max, sum) partials; with LOG2
+    the maxima are scaled by log2(e) (see LOG2E) and so is the row max returned."""
     partial_max, partial_sum = _unpack(packed)
     partial_max = tl.where(in_row, partial_max, float("-inf"))
     row_max = tl.max(partial_max, axis=0)
     # all -inf parts add 0 * exp(-inf) = 0; a fully -inf row gives NaN, as in torch
-    return row_max, 1.0 / tl.sum(tl.where(in_row, partial_sum * tl.exp(partial_max - row_max), 0.0), axis=0)
+    rescale = tl.exp2(partial_max - row_max) if LOG2 else tl.exp(partial_max - row_max)
+    return row_max, 1.0 / tl.sum(tl.where(in_row, partial_sum * rescale, 0.0), axis=0)
 
 
 @triton.jit
@@ -511,11 +535,17 @@ def _stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, slots_ptr, g
 
 
 @triton.jit
-def _vector_online(vec_max, vec_sum, x):
-    """One step of the running (max, sum of exp(x - max)) per row of a [vectors, VEC] block x."""
-    new_max = tl.maximum(vec_max, tl.max(x, axis=1))
+def _vector_online(vec_max, vec_sum, x, LOG2: tl.constexpr = False):
+    """One step of the running (max, sum of exp(x - max)) per row of a [vectors, VEC] block x; with
+    LOG2 the running max is scaled by log2(e) (see LOG2E)."""
+    if LOG2:
+        new_max = tl.maximum(vec_max, tl.max(x, axis=1) * LOG2E)
+    else:
+        new_max = tl.maximum(vec_max, tl.max(x, axis=1))
     # a vector that has seen only -inf keeps sum 0 (and -inf - -inf would be NaN)
     safe_max = tl.where(new_max == float("-inf"), 0.0, new_max)
+    if LOG2:
+        return new_max, vec_sum * tl.exp2(vec_max - safe_max) + tl.sum(_exp_scaled(x, safe_max[:, None]), axis=1)
     return new_max, vec_sum * tl.exp(vec_max - safe_max) + tl.sum(tl.exp(x - safe_max[:, None]), axis=1)
 
 
@@ -529,57 +559,63 @@ def _tile_edge(first_col, n_cols, block, TILE_ROWS: tl.constexpr, VEC: tl.conste
 
 @triton.jit
 def _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, first_block, end_block,
-                          TILE_ROWS: tl.constexpr, VEC: tl.constexpr, UNROLL: tl.constexpr):
-    """(max, sum of exp(x - max)) over tiles [first_block, end_block) of one row; (-inf, 0) if empty."""
+                          TILE_ROWS: tl.constexpr, VEC: tl.constexpr, UNROLL: tl.constexpr,
+                          LOG2: tl.constexpr = False):
+    """(max, sum of exp(x - max)) over tiles [first_block, end_block) of one row; (-inf, 0) if empty.
+    With LOG2 the max is scaled by log2(e) (see LOG2E)."""
     tile = tl.arange(0, TILE_ROWS)[:, None] * VEC + tl.arange(0, VEC)[None, :]
     vec_max = tl.full([TILE_ROWS], float("-inf"), tl.float32)
     vec_sum = tl.zeros([TILE_ROWS], tl.float32)
     for block in tl.range(tl.maximum(first_block, 1), tl.minimum(end_block, n_blocks - 1),
                           loop_unroll_factor=UNROLL):
         x = tl.load(input_ptr + in_base + block * (TILE_ROWS * VEC) + tile, eviction_policy="evict_last")
-        vec_max, vec_sum = _vector_online(vec_max, vec_sum, x.to(tl.float32))
+        vec_max, vec_sum = _vector_online(vec_max, vec_sum, x.to(tl.float32), LOG2)
     # the row's first and last tiles, masked: they may hang over the row's ends. (Handled before
     # the loop instead, the H200 sweep of commit 7b27c32 ran 8-11% slower: notes/kernels.md, round 7.)
     if first_block == 0:
         offsets, mask = _tile_edge(first_col, n_cols, 0, TILE_ROWS, VEC)
         x = tl.load(input_ptr + in_base + offsets, mask=mask, other=float("-inf"))
-        vec_max, vec_sum = _vector_online(vec_max, vec_sum, x.to(tl.float32))
+        vec_max, vec_sum = _vector_online(vec_max, vec_sum, x.to(tl.float32), LOG2)
     if _holds_last_block(first_block, end_block, n_blocks):
         offsets, mask = _tile_edge(first_col, n_cols, n_blocks - 1, TILE_ROWS, VEC)
         x = tl.load(input_ptr + in_base + offsets, mask=mask, other=float("-inf"))
-        vec_max, vec_sum = _vector_online(vec_max, vec_sum, x.to(tl.float32))
+        vec_max, vec_sum = _vector_online(vec_max, vec_sum, x.to(tl.float32), LOG2)
     segment_max = tl.max(vec_max, axis=0)
     safe_max = tl.where(segment_max == float("-inf"), 0.0, segment_max)
-    return segment_max, tl.sum(vec_sum * tl.exp(vec_max - safe_max), axis=0)
+    rescale = tl.exp2(vec_max - safe_max) if LOG2 else tl.exp(vec_max - safe_max)
+    return segment_max, tl.sum(vec_sum * rescale, axis=0)
 
 
 @triton.jit
 def _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, first_block,
                         end_block, row_max, inv_row_sum, TILE_ROWS: tl.constexpr, VEC: tl.constexpr,
-                        UNROLL: tl.constexpr):
-    """y = exp(x - row_max) * inv_row_sum over tiles [first_block, end_block), interior last to first."""
+                        UNROLL: tl.constexpr, LOG2: tl.constexpr = False):
+    """y = exp(x - row_max) * inv_row_sum over tiles [first_block, end_block), interior last to first
+    (with LOG2, row_max is scaled by log2(e): see LOG2E)."""
     tile = tl.arange(0, TILE_ROWS)[:, None] * VEC + tl.arange(0, VEC)[None, :]
     lo = tl.maximum(first_block, 1)
     hi = tl.minimum(end_block, n_blocks - 1)
     for k in tl.range(0, hi - lo, loop_unroll_factor=UNROLL):
         offsets = (hi - 1 - k) * (TILE_ROWS * VEC) + tile
         x = tl.load(input_ptr + in_base + offsets, eviction_policy="evict_first").to(tl.float32)
+        numerator = _exp_scaled(x, row_max) if LOG2 else tl.exp(x - row_max)
         tl.store(output_ptr + out_base + offsets,
-                 (tl.exp(x - row_max) * inv_row_sum).to(output_ptr.dtype.element_ty), cache_modifier=".cs")
+                 (numerator * inv_row_sum).to(output_ptr.dtype.element_ty), cache_modifier=".cs")
     for edge in tl.static_range(2):
         block = 0 if edge == 0 else n_blocks - 1
         if (first_block == 0) if edge == 0 else _holds_last_block(first_block, end_block, n_blocks):
             offsets, mask = _tile_edge(first_col, n_cols, block, TILE_ROWS, VEC)
             x = tl.load(input_ptr + in_base + offsets, mask=mask, other=float("-inf")).to(tl.float32)
+            numerator = _exp_scaled(x, row_max) if LOG2 else tl.exp(x - row_max)
             tl.store(output_ptr + out_base + offsets,
-                     (tl.exp(x - row_max) * inv_row_sum).to(output_ptr.dtype.element_ty), mask=mask)
+                     (numerator * inv_row_sum).to(output_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
 def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
                             n_segments, blocks_per_segment, max_polls, TILE_ROWS: tl.constexpr,
                             SEGMENTS_BLOCK: tl.constexpr, ALIGN: tl.constexpr, VEC: tl.constexpr,
-                            UNROLL: tl.constexpr):
+                            UNROLL: tl.constexpr, LOG2: tl.constexpr = False):
     """The stream kernel on the tile kernel's register diet: [TILE_ROWS, VEC] tiles with one running
     (max, sum) per vector, plain loads (no shared-memory stages), so many warps fit an SM."""
     n_cols = n_cols // ALIGN * ALIGN
@@ -592,10 +628,12 @@ def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, 
         first_block = (item % n_segments) * blocks_per_segment
         end_block = tl.minimum(first_block + blocks_per_segment, n_blocks)
         segment_max, segment_sum = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks,
-                                                         first_block, end_block, TILE_ROWS, VEC, UNROLL)
+                                                         first_block, end_block, TILE_ROWS, VEC, UNROLL, LOG2)
         if SEGMENTS_BLOCK == 1:
             row_max = segment_max
-            inv_row_sum = 1.0 / (segment_sum * tl.exp(segment_max - row_max))
+            # times exp(-inf - -inf) = NaN for a fully -inf row, as torch gives
+            inv_row_sum = 1.0 / (segment_sum * (tl.exp2(segment_max - row_max) if LOG2
+                                                else tl.exp(segment_max - row_max)))
         else:
             tl.atomic_xchg(slots_ptr + item, _pack(segment_max, segment_sum), sem="relaxed")
             packed, n_missing, in_row = _await_row(slots_ptr, row, n_segments, max_polls, SEGMENTS_BLOCK)
@@ -606,19 +644,19 @@ def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, 
                         s_first = sibling * blocks_per_segment
                         s_max, s_sum = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks,
                                                              s_first, tl.minimum(s_first + blocks_per_segment, n_blocks),
-                                                             TILE_ROWS, VEC, UNROLL)
+                                                             TILE_ROWS, VEC, UNROLL, LOG2)
                         tl.atomic_xchg(slot, _pack(s_max, s_sum), sem="relaxed")
                 packed = tl.load(slots_ptr + row * n_segments + tl.arange(0, SEGMENTS_BLOCK), mask=in_row,
                                  other=-1, volatile=True)
-            row_max, inv_row_sum = _combine_partials(packed, in_row)
+            row_max, inv_row_sum = _combine_partials(packed, in_row, LOG2)
         _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, first_block,
-                            end_block, row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL)
+                            end_block, row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL, LOG2)
 
 
 @triton.jit
 def _tile_online_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
                             TILE_ROWS: tl.constexpr, VEC: tl.constexpr, ALIGN: tl.constexpr,
-                            UNROLL: tl.constexpr = 1):
+                            UNROLL: tl.constexpr = 1, LOG2: tl.constexpr = False):
     """Two-pass online softmax of rows program_id, program_id + num_programs, ... in steps of a
     [TILE_ROWS, VEC] tile: each thread owns whole VEC-element vectors, so the running (max, sum)
     is one pair per vector (few registers: many warps fit an SM) and costs 1 + 1/VEC exp per element."""
@@ -638,16 +676,18 @@ def _tile_online_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_
             offsets = block * BLOCK + tile
             x = tl.load(input_row + offsets, mask=offsets < n_cols, other=float("-inf"),
                         eviction_policy="evict_last").to(tl.float32)
-            vec_max, vec_sum = _vector_online(vec_max, vec_sum, x)
-        row_max = tl.max(vec_max, axis=0)
+            vec_max, vec_sum = _vector_online(vec_max, vec_sum, x, LOG2)
+        row_max = tl.max(vec_max, axis=0)  # scaled by log2(e) with LOG2, as vec_max is
         # vectors that saw only -inf add 0 * exp(-inf) = 0; a fully -inf row gives NaN, as in torch
-        inv_row_sum = 1.0 / tl.sum(vec_sum * tl.exp(vec_max - row_max), axis=0)
+        rescale = tl.exp2(vec_max - row_max) if LOG2 else tl.exp(vec_max - row_max)
+        inv_row_sum = 1.0 / tl.sum(vec_sum * rescale, axis=0)
         for block in tl.range(0, n_blocks, loop_unroll_factor=UNROLL):
             offsets = (n_blocks - 1 - block) * BLOCK + tile
             mask = offsets < n_cols
             x = tl.load(input_row + offsets, mask=mask, other=float("-inf"),
                         eviction_policy="evict_first").to(tl.float32)
-            tl.store(output_row + offsets, (tl.exp(x - row_max) * inv_row_sum).to(output_ptr.dtype.element_ty),
+            numerator = _exp_scaled(x, row_max) if LOG2 else tl.exp(x - row_max)
+            tl.store(output_row + offsets, (numerator * inv_row_sum).to(output_ptr.dtype.element_ty),
                      mask=mask, cache_modifier=".cs")
 
 
@@ -914,25 +954,31 @@ def _launch(kernel, grid, *args, **kwargs) -> None:
 
 
 def _forward_rows(y, x, rows_per_program, num_warps, align, load_cache="", store_cache="", load_evict="",
-                  store_evict=""):
-    """Launch the whole-rows-in-registers forward."""
+                  store_evict="", log2=False):
+    """Launch the whole-rows-in-registers forward (log2: exp as exp2 of one FMA, see LOG2E)."""
     n_rows, n_cols = x.shape
     _launch(_rows_fwd_kernel, (triton.cdiv(n_rows, rows_per_program),), y, x, x.stride(0), y.stride(0),
             n_rows, n_cols, ROWS_PER_PROGRAM=rows_per_program, BLOCK_SIZE=triton.next_power_of_2(n_cols),
             ALIGN=align, LOAD_CACHE=load_cache, STORE_CACHE=store_cache, LOAD_EVICT=load_evict,
-            STORE_EVICT=store_evict, num_warps=num_warps)
+            STORE_EVICT=store_evict, LOG2=log2, num_warps=num_warps)
 
 
-def _forward_rows_pipelined(y, x, num_warps, programs_per_sm, num_stages, align):
+def _log2_exp(x) -> bool:
+    """Whether the dispatcher's kernels take exp in the log2 domain for x: float16 only, whose range
+    (|x| <= 65504) keeps max * log2(e) finite (see LOG2E); bfloat16 and float32 reach 3.4e38."""
+    return x.dtype == torch.float16
+
+
+def _forward_rows_pipelined(y, x, num_warps, programs_per_sm, num_stages, align, log2=False):
     """Launch the pipelined whole-rows forward, or the rows kernel where the pipeline's shared
     memory (num_stages - 1 rows in flight) does not fit the device."""
     n_rows, n_cols = x.shape
     block_size = triton.next_power_of_2(n_cols)
     if _shared_memory_bytes(x.device) < (num_stages - 1) * block_size * x.element_size() + PIPELINE_SPARE_BYTES:
-        _forward_rows(y, x, 1, num_warps, align, load_evict=ROWS_LOAD_EVICT)
+        _forward_rows(y, x, 1, num_warps, align, load_evict=ROWS_LOAD_EVICT, log2=log2)
         return
     _launch(_rows_pipelined_fwd_kernel, (min(n_rows, programs_per_sm * _sm_count(x.device)),), y, x, x.stride(0),
-            y.stride(0), n_rows, n_cols, BLOCK_SIZE=block_size, ALIGN=align, NUM_STAGES=num_stages,
+            y.stride(0), n_rows, n_cols, BLOCK_SIZE=block_size, ALIGN=align, NUM_STAGES=num_stages, LOG2=log2,
             num_warps=num_warps)
 
 
@@ -943,7 +989,7 @@ def _forward_online(y, x, block_size, num_warps, n_programs, align):
             BLOCK_SIZE=block_size, ALIGN=align, num_warps=num_warps)
 
 
-def _forward_tile_online(y, x, vectors_per_thread, num_warps, programs_per_sm, align, unroll=1):
+def _forward_tile_online(y, x, vectors_per_thread, num_warps, programs_per_sm, align, unroll=1, log2=False):
     """Launch the tile-online forward on a persistent grid striding over the rows.
 
     Registers are capped so that programs_per_sm programs fit an SM together.
@@ -953,7 +999,7 @@ def _forward_tile_online(y, x, vectors_per_thread, num_warps, programs_per_sm, a
     maxnreg = min(255, 65536 // (programs_per_sm * num_warps * 32) // 8 * 8)
     _launch(_tile_online_fwd_kernel, (n_programs,), y, x, x.stride(0), y.stride(0), n_rows, n_cols,
             TILE_ROWS=32 * num_warps * vectors_per_thread, VEC=16 // x.element_size(), ALIGN=align,
-            UNROLL=unroll, num_warps=num_warps, maxnreg=maxnreg)
+            UNROLL=unroll, LOG2=log2, num_warps=num_warps, maxnreg=maxnreg)
 
 
 def _exchange_grid(n_items, n_chunks, num_warps, programs_per_sm, device):
@@ -1070,7 +1116,8 @@ def _segments_block(n_segments: int) -> int:
     return 1 if n_segments == 1 else max(16, triton.next_power_of_2(n_segments))
 
 
-def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, segment_bytes, align, unroll=1):
+def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, segment_bytes, align, unroll=1,
+                         log2=False):
     """Launch the tile-stream forward on a persistent grid of (row, segment) items."""
     n_rows, n_cols = x.shape
     vec = _exchange_vec(x.element_size(), x, y)
@@ -1083,7 +1130,7 @@ def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, s
     args = (y, x, slots, x.stride(0), y.stride(0), n_rows, n_cols, n_segments, blocks_per_segment, _max_polls())
     maxnreg = min(255, 65536 // (programs_per_sm * num_warps * 32) // 8 * 8)
     kwargs = dict(TILE_ROWS=tile_rows, SEGMENTS_BLOCK=_segments_block(n_segments), ALIGN=align, VEC=vec,
-                  UNROLL=unroll, num_warps=num_warps, maxnreg=maxnreg)
+                  UNROLL=unroll, LOG2=log2, num_warps=num_warps, maxnreg=maxnreg)
     n_programs = _persistent_programs(_tile_stream_fwd_kernel, args, kwargs, n_rows * n_segments, n_segments,
                                       programs_per_sm, x.device)
     _launch(_tile_stream_fwd_kernel, (n_programs,), *args, **kwargs)
@@ -1120,20 +1167,22 @@ def _backward_align(dx, y, dy) -> int:
 def _run_forward_plan(y, x, plan, align):
     """Launch plan's path for the forward."""
     n_rows, n_cols = x.shape
+    log2 = _log2_exp(x)
     if plan.path == "rows":
-        _forward_rows(y, x, plan.rows_per_program, plan.num_warps, align, load_evict=ROWS_LOAD_EVICT)
+        _forward_rows(y, x, plan.rows_per_program, plan.num_warps, align, load_evict=ROWS_LOAD_EVICT, log2=log2)
     elif plan.path == "rows-pipelined":
-        _forward_rows_pipelined(y, x, plan.num_warps, plan.programs_per_sm, plan.num_stages, align)
+        _forward_rows_pipelined(y, x, plan.num_warps, plan.programs_per_sm, plan.num_stages, align, log2)
     elif plan.path == "online":
         n_programs = min(n_rows, plan.programs_per_sm * _sm_count(x.device))
         _forward_online(y, x, plan.block_size, plan.num_warps, n_programs, align)
     elif plan.path == "tile":
-        _forward_tile_online(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm, align, plan.unroll)
+        _forward_tile_online(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm, align, plan.unroll,
+                             log2)
     elif plan.path == "exchange":
         _forward_exchange(y, x, plan.block_size, plan.num_warps, plan.programs_per_sm, align)
     else:
         _forward_tile_stream(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm, plan.segment_bytes,
-                             align, plan.unroll)
+                             align, plan.unroll, log2)
 
 
 def _run_backward_plan(dx, y, dy, plan, align):

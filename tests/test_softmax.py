@@ -144,6 +144,22 @@ def test_forward_plan_boundaries(plan, n_rows, n_cols, dtype, poisoned_outputs):
     assert_softmax(sm.softmax_forward(x), x)
 
 
+@pytest.mark.parametrize("plan,n_rows,n_cols,dtype", plan_cases("forward", torch.float16))
+def test_float16_log2_domain_holds_at_the_ends_of_the_range(plan, n_rows, n_cols, dtype):
+    """float16 takes exp as exp2(x * log2(e) - max * log2(e)) on every path (kernels: LOG2E), with the
+    scaled max rounded. Rows near the ends of float16's range put that rounding at its largest
+    (max * log2(e) near 94,500, a 2^-8 error) and spread the weight over many values and vectors,
+    so a rescale taken against a differently rounded max would show; as would an overflow."""
+    generator = torch.Generator().manual_seed(n_cols)
+    x = torch.randint(-12, 1, (n_rows, n_cols), generator=generator).to(torch.float64)
+    x[0::3] += 2000.0  # integers near 2,000: steps of 1, weight spread over ~12 values
+    x[1::3] = 65504.0 + 32.0 * x[1::3]  # float16's top: steps of 32, the max's ties carry the row
+    x[2::3] = -65504.0 - 32.0 * x[2::3]  # its bottom, negated: the max is -65,504 + 32k
+    x = x.clamp(-65504.0, 65504.0).to(dtype).to(DEVICE)
+    assert sm._log2_exp(x)
+    assert_softmax(sm.softmax_forward(x), x)
+
+
 @pytest.mark.parametrize("plan,n_rows,n_cols,dtype", [case for dtype in DTYPES for case in plan_cases("backward", dtype)])
 def test_backward_plan_boundaries(plan, n_rows, n_cols, dtype, poisoned_outputs):
     assert sm._select_plan("backward", n_rows, n_cols, dtype.itemsize, DEVICE, contiguous_align(n_cols, dtype)) == plan
