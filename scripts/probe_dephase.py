@@ -20,21 +20,10 @@ import triton.language as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kernels import triton_softmax as sm  # noqa: E402
-from kernels.triton_softmax import (_await_row, _combine_partials, _pack, _row_bases,  # noqa: E402
+from kernels.triton_softmax import (_await_row, _combine_partials, _pack,  # noqa: E402
                                     _tile_segment_max_sum, _tile_segment_write)
 from probe_long_rows import forward_configs_probe, run_probes, tile_stream_forward  # noqa: E402
-
-
-@triton.jit
-def _item_span(item, n_segments, blocks_per_segment, input_row_stride, output_row_stride, n_cols,
-               TILE_ROWS: tl.constexpr, VEC: tl.constexpr):
-    """(row, in_base, out_base, first_col, n_blocks, first_block, end_block) of a (row, segment) item."""
-    row = item // n_segments
-    in_base, out_base, first_col, n_blocks = _row_bases(row, input_row_stride, output_row_stride, n_cols,
-                                                        TILE_ROWS * VEC, VEC)
-    first_block = (item % n_segments) * blocks_per_segment
-    return row, in_base, out_base, first_col, n_blocks, first_block, tl.minimum(first_block + blocks_per_segment,
-                                                                                 n_blocks)
+from probe_passes import _item_span  # noqa: E402  (row, bases, first and end block of an item)
 
 
 @triton.jit
