@@ -52,7 +52,9 @@ import triton.language as tl
 # +17%, notes/kernels.md, round 15). The kernels that take LOG2 keep their maxima in this scaled
 # domain (m * log2(e), rounded once), so every exponent of a row is taken against the same rounded
 # value: its rounding error shifts all of them alike and cancels in exp / sum(exp). The scaled max
-# overflows past |m| = 2.4e38, which only float16 inputs (|x| <= 65504) rule out: LOG2 is for them.
+# overflows past |m| = 2.4e38. float16 (|x| <= 65504) never gets there; bfloat16 can, so its kernels
+# take GUARD: a row whose scaled max is infinite (overflowed, or a row of -inf) is redone, rarely,
+# with exp(x - m). float32 keeps exp(x - m): it is at copy speed where this helps 2-byte rows.
 LOG2E: tl.constexpr = tl.constexpr(1.4426950408889634)
 
 
@@ -75,7 +77,7 @@ def _program_rows(n_rows, n_cols, ROWS_PER_PROGRAM: tl.constexpr, BLOCK_SIZE: tl
 def _rows_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
                      ROWS_PER_PROGRAM: tl.constexpr, BLOCK_SIZE: tl.constexpr, ALIGN: tl.constexpr,
                      LOAD_CACHE: tl.constexpr, STORE_CACHE: tl.constexpr, LOAD_EVICT: tl.constexpr = "",
-                     STORE_EVICT: tl.constexpr = "", LOG2: tl.constexpr = False):
+                     STORE_EVICT: tl.constexpr = "", LOG2: tl.constexpr = False, GUARD: tl.constexpr = False):
     """Softmax of ROWS_PER_PROGRAM whole rows held in registers: one read, one write."""
     n_cols = n_cols // ALIGN * ALIGN
     input_row_stride = input_row_stride // ALIGN * ALIGN
@@ -86,7 +88,11 @@ def _rows_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride,
                 other=float("-inf"), cache_modifier=LOAD_CACHE, eviction_policy=LOAD_EVICT).to(tl.float32)
     # a fully -inf row has max -inf, so x - max is NaN everywhere: torch's answer too
     if LOG2:
-        numerator = _exp_scaled(x, (tl.max(x, axis=1) * LOG2E)[:, None])
+        scaled_max = tl.max(x, axis=1) * LOG2E
+        numerator = _exp_scaled(x, scaled_max[:, None])
+        if GUARD:
+            if tl.max(tl.abs(scaled_max), axis=0) == float("inf"):  # see LOG2E
+                numerator = tl.exp(x - tl.max(x, axis=1)[:, None])
     else:
         numerator = tl.exp(x - tl.max(x, axis=1)[:, None])
     inv_denominator = 1.0 / tl.sum(numerator, axis=1)
@@ -98,7 +104,8 @@ def _rows_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride,
 @triton.jit
 def _rows_pipelined_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
                                BLOCK_SIZE: tl.constexpr, ALIGN: tl.constexpr, NUM_STAGES: tl.constexpr,
-                               LOAD_EVICT: tl.constexpr = "", LOG2: tl.constexpr = False):
+                               LOAD_EVICT: tl.constexpr = "", LOG2: tl.constexpr = False,
+                               GUARD: tl.constexpr = False):
     """The rows kernel's softmax of one whole row, for row after row on a persistent grid.
 
     One row of 28k-32k 2-byte columns fills an SM, which otherwise loads it, then reduces it, then
@@ -115,7 +122,11 @@ def _rows_pipelined_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_r
         x = tl.load(input_ptr + row64 * input_row_stride + cols, mask=mask, other=float("-inf"),
                     eviction_policy=LOAD_EVICT).to(tl.float32)
         if LOG2:
-            numerator = _exp_scaled(x, tl.max(x, axis=0) * LOG2E)
+            scaled_max = tl.max(x, axis=0) * LOG2E
+            numerator = _exp_scaled(x, scaled_max)
+            if GUARD:
+                if tl.abs(scaled_max) == float("inf"):  # see LOG2E
+                    numerator = tl.exp(x - tl.max(x, axis=0))
         else:
             numerator = tl.exp(x - tl.max(x, axis=0))
         y = numerator * (1.0 / tl.sum(numerator, axis=0))
@@ -615,7 +626,7 @@ def _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_c
 def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
                             n_segments, blocks_per_segment, max_polls, TILE_ROWS: tl.constexpr,
                             SEGMENTS_BLOCK: tl.constexpr, ALIGN: tl.constexpr, VEC: tl.constexpr,
-                            UNROLL: tl.constexpr, LOG2: tl.constexpr = False):
+                            UNROLL: tl.constexpr, LOG2: tl.constexpr = False, GUARD: tl.constexpr = False):
     """The stream kernel on the tile kernel's register diet: [TILE_ROWS, VEC] tiles with one running
     (max, sum) per vector, plain loads (no shared-memory stages), so many warps fit an SM."""
     n_cols = n_cols // ALIGN * ALIGN
@@ -649,46 +660,82 @@ def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, 
                 packed = tl.load(slots_ptr + row * n_segments + tl.arange(0, SEGMENTS_BLOCK), mask=in_row,
                                  other=-1, volatile=True)
             row_max, inv_row_sum = _combine_partials(packed, in_row, LOG2)
-        _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, first_block,
-                            end_block, row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL, LOG2)
+        natural = False
+        if GUARD:  # a row whose scaled max is infinite (see LOG2E): its statistics again, from every segment
+            natural = tl.abs(row_max) == float("inf")
+            if natural:
+                row_max, row_sum = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, 0, n_blocks,
+                                                         TILE_ROWS, VEC, UNROLL)
+                inv_row_sum = 1.0 / row_sum
+        if natural:
+            _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, first_block,
+                                end_block, row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL)
+        else:
+            _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, first_block,
+                                end_block, row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL, LOG2)
+
+
+@triton.jit
+def _tile_row_stats(input_row, n_cols, n_blocks, TILE_ROWS: tl.constexpr, VEC: tl.constexpr, UNROLL: tl.constexpr,
+                    LOG2: tl.constexpr):
+    """(max, 1 / sum of exp(x - max)) of one row, read in [TILE_ROWS, VEC] steps (with LOG2 the max
+    is scaled by log2(e): see LOG2E)."""
+    tile = tl.arange(0, TILE_ROWS)[:, None] * VEC + tl.arange(0, VEC)[None, :]
+    vec_max = tl.full([TILE_ROWS], float("-inf"), tl.float32)
+    vec_sum = tl.zeros([TILE_ROWS], tl.float32)
+    for block in tl.range(0, n_blocks, loop_unroll_factor=UNROLL):
+        offsets = block * (TILE_ROWS * VEC) + tile
+        x = tl.load(input_row + offsets, mask=offsets < n_cols, other=float("-inf"),
+                    eviction_policy="evict_last").to(tl.float32)
+        vec_max, vec_sum = _vector_online(vec_max, vec_sum, x, LOG2)
+    row_max = tl.max(vec_max, axis=0)
+    # vectors that saw only -inf add 0 * exp(-inf) = 0; a fully -inf row gives NaN, as in torch
+    rescale = tl.exp2(vec_max - row_max) if LOG2 else tl.exp(vec_max - row_max)
+    return row_max, 1.0 / tl.sum(vec_sum * rescale, axis=0)
+
+
+@triton.jit
+def _tile_row_write(output_row, input_row, n_cols, n_blocks, row_max, inv_row_sum, TILE_ROWS: tl.constexpr,
+                    VEC: tl.constexpr, UNROLL: tl.constexpr, LOG2: tl.constexpr):
+    """y = exp(x - row_max) * inv_row_sum over one row, last step first (its tail is likeliest in L2)."""
+    tile = tl.arange(0, TILE_ROWS)[:, None] * VEC + tl.arange(0, VEC)[None, :]
+    for block in tl.range(0, n_blocks, loop_unroll_factor=UNROLL):
+        offsets = (n_blocks - 1 - block) * (TILE_ROWS * VEC) + tile
+        mask = offsets < n_cols
+        x = tl.load(input_row + offsets, mask=mask, other=float("-inf"),
+                    eviction_policy="evict_first").to(tl.float32)
+        numerator = _exp_scaled(x, row_max) if LOG2 else tl.exp(x - row_max)
+        tl.store(output_row + offsets, (numerator * inv_row_sum).to(output_row.dtype.element_ty),
+                 mask=mask, cache_modifier=".cs")
 
 
 @triton.jit
 def _tile_online_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
                             TILE_ROWS: tl.constexpr, VEC: tl.constexpr, ALIGN: tl.constexpr,
-                            UNROLL: tl.constexpr = 1, LOG2: tl.constexpr = False):
+                            UNROLL: tl.constexpr = 1, LOG2: tl.constexpr = False, GUARD: tl.constexpr = False):
     """Two-pass online softmax of rows program_id, program_id + num_programs, ... in steps of a
     [TILE_ROWS, VEC] tile: each thread owns whole VEC-element vectors, so the running (max, sum)
     is one pair per vector (few registers: many warps fit an SM) and costs 1 + 1/VEC exp per element."""
     n_cols = n_cols // ALIGN * ALIGN
     input_row_stride = input_row_stride // ALIGN * ALIGN
     output_row_stride = output_row_stride // ALIGN * ALIGN
-    tile = tl.arange(0, TILE_ROWS)[:, None] * VEC + tl.arange(0, VEC)[None, :]
-    BLOCK: tl.constexpr = TILE_ROWS * VEC
-    n_blocks = tl.cdiv(n_cols, BLOCK)
+    n_blocks = tl.cdiv(n_cols, TILE_ROWS * VEC)
     for row_idx in range(tl.program_id(0), n_rows, tl.num_programs(0)):
         row_idx = tl.cast(row_idx, tl.int64)
         input_row = input_ptr + row_idx * input_row_stride
         output_row = output_ptr + row_idx * output_row_stride
-        vec_max = tl.full([TILE_ROWS], float("-inf"), tl.float32)
-        vec_sum = tl.zeros([TILE_ROWS], tl.float32)
-        for block in tl.range(0, n_blocks, loop_unroll_factor=UNROLL):
-            offsets = block * BLOCK + tile
-            x = tl.load(input_row + offsets, mask=offsets < n_cols, other=float("-inf"),
-                        eviction_policy="evict_last").to(tl.float32)
-            vec_max, vec_sum = _vector_online(vec_max, vec_sum, x, LOG2)
-        row_max = tl.max(vec_max, axis=0)  # scaled by log2(e) with LOG2, as vec_max is
-        # vectors that saw only -inf add 0 * exp(-inf) = 0; a fully -inf row gives NaN, as in torch
-        rescale = tl.exp2(vec_max - row_max) if LOG2 else tl.exp(vec_max - row_max)
-        inv_row_sum = 1.0 / tl.sum(vec_sum * rescale, axis=0)
-        for block in tl.range(0, n_blocks, loop_unroll_factor=UNROLL):
-            offsets = (n_blocks - 1 - block) * BLOCK + tile
-            mask = offsets < n_cols
-            x = tl.load(input_row + offsets, mask=mask, other=float("-inf"),
-                        eviction_policy="evict_first").to(tl.float32)
-            numerator = _exp_scaled(x, row_max) if LOG2 else tl.exp(x - row_max)
-            tl.store(output_row + offsets, (numerator * inv_row_sum).to(output_ptr.dtype.element_ty),
-                     mask=mask, cache_modifier=".cs")
+        row_max, inv_row_sum = _tile_row_stats(input_row, n_cols, n_blocks, TILE_ROWS, VEC, UNROLL, LOG2)
+        natural = False
+        if GUARD:  # a row whose scaled max is infinite (see LOG2E) is read again, with exp(x - max)
+            natural = tl.abs(row_max) == float("inf")
+            if natural:
+                row_max, inv_row_sum = _tile_row_stats(input_row, n_cols, n_blocks, TILE_ROWS, VEC, UNROLL, False)
+        if natural:
+            _tile_row_write(output_row, input_row, n_cols, n_blocks, row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL,
+                            False)
+        else:
+            _tile_row_write(output_row, input_row, n_cols, n_blocks, row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL,
+                            LOG2)
 
 
 # Seed 003's autotuning grid. Under TRITON_INTERPRET timings mean nothing (and the autotuner's
@@ -955,18 +1002,24 @@ def _launch(kernel, grid, *args, **kwargs) -> None:
 
 def _forward_rows(y, x, rows_per_program, num_warps, align, load_cache="", store_cache="", load_evict="",
                   store_evict="", log2=False):
-    """Launch the whole-rows-in-registers forward (log2: exp as exp2 of one FMA, see LOG2E)."""
+    """Launch the whole-rows-in-registers forward (log2: exp as exp2 of one FMA, see LOG2E, guarded
+    for bfloat16)."""
     n_rows, n_cols = x.shape
     _launch(_rows_fwd_kernel, (triton.cdiv(n_rows, rows_per_program),), y, x, x.stride(0), y.stride(0),
             n_rows, n_cols, ROWS_PER_PROGRAM=rows_per_program, BLOCK_SIZE=triton.next_power_of_2(n_cols),
             ALIGN=align, LOAD_CACHE=load_cache, STORE_CACHE=store_cache, LOAD_EVICT=load_evict,
-            STORE_EVICT=store_evict, LOG2=log2, num_warps=num_warps)
+            STORE_EVICT=store_evict, LOG2=log2, GUARD=_log2_guard(x, log2), num_warps=num_warps)
 
 
 def _log2_exp(x) -> bool:
-    """Whether the dispatcher's kernels take exp in the log2 domain for x: float16 only, whose range
-    (|x| <= 65504) keeps max * log2(e) finite (see LOG2E); bfloat16 and float32 reach 3.4e38."""
-    return x.dtype == torch.float16
+    """Whether the dispatcher's kernels take exp in the log2 domain for x: the 2-byte types (see LOG2E)."""
+    return x.dtype in (torch.float16, torch.bfloat16)
+
+
+def _log2_guard(x, log2: bool) -> bool:
+    """Whether a log2-domain kernel must check for rows whose scaled max overflows: bfloat16 reaches
+    3.4e38, float16 only 65504."""
+    return log2 and x.dtype == torch.bfloat16
 
 
 def _forward_rows_pipelined(y, x, num_warps, programs_per_sm, num_stages, align, log2=False):
@@ -979,7 +1032,7 @@ def _forward_rows_pipelined(y, x, num_warps, programs_per_sm, num_stages, align,
         return
     _launch(_rows_pipelined_fwd_kernel, (min(n_rows, programs_per_sm * _sm_count(x.device)),), y, x, x.stride(0),
             y.stride(0), n_rows, n_cols, BLOCK_SIZE=block_size, ALIGN=align, NUM_STAGES=num_stages, LOG2=log2,
-            num_warps=num_warps)
+            GUARD=_log2_guard(x, log2), num_warps=num_warps)
 
 
 def _forward_online(y, x, block_size, num_warps, n_programs, align):
@@ -999,7 +1052,7 @@ def _forward_tile_online(y, x, vectors_per_thread, num_warps, programs_per_sm, a
     maxnreg = min(255, 65536 // (programs_per_sm * num_warps * 32) // 8 * 8)
     _launch(_tile_online_fwd_kernel, (n_programs,), y, x, x.stride(0), y.stride(0), n_rows, n_cols,
             TILE_ROWS=32 * num_warps * vectors_per_thread, VEC=16 // x.element_size(), ALIGN=align,
-            UNROLL=unroll, LOG2=log2, num_warps=num_warps, maxnreg=maxnreg)
+            UNROLL=unroll, LOG2=log2, GUARD=_log2_guard(x, log2), num_warps=num_warps, maxnreg=maxnreg)
 
 
 def _exchange_grid(n_items, n_chunks, num_warps, programs_per_sm, device):
@@ -1130,7 +1183,7 @@ def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, s
     args = (y, x, slots, x.stride(0), y.stride(0), n_rows, n_cols, n_segments, blocks_per_segment, _max_polls())
     maxnreg = min(255, 65536 // (programs_per_sm * num_warps * 32) // 8 * 8)
     kwargs = dict(TILE_ROWS=tile_rows, SEGMENTS_BLOCK=_segments_block(n_segments), ALIGN=align, VEC=vec,
-                  UNROLL=unroll, LOG2=log2, num_warps=num_warps, maxnreg=maxnreg)
+                  UNROLL=unroll, LOG2=log2, GUARD=_log2_guard(x, log2), num_warps=num_warps, maxnreg=maxnreg)
     n_programs = _persistent_programs(_tile_stream_fwd_kernel, args, kwargs, n_rows * n_segments, n_segments,
                                       programs_per_sm, x.device)
     _launch(_tile_stream_fwd_kernel, (n_programs,), *args, **kwargs)

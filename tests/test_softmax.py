@@ -156,7 +156,26 @@ def test_float16_log2_domain_holds_at_the_ends_of_the_range(plan, n_rows, n_cols
     x[1::3] = 65504.0 + 32.0 * x[1::3]  # float16's top: steps of 32, the max's ties carry the row
     x[2::3] = -65504.0 - 32.0 * x[2::3]  # its bottom, negated: the max is -65,504 + 32k
     x = x.clamp(-65504.0, 65504.0).to(dtype).to(DEVICE)
-    assert sm._log2_exp(x)
+    assert sm._log2_exp(x) and not sm._log2_guard(x, True)
+    assert_softmax(sm.softmax_forward(x), x)
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # the interpreter's numpy, by design
+@pytest.mark.parametrize("plan,n_rows,n_cols,dtype", plan_cases("forward", torch.bfloat16))
+def test_bfloat16_rows_beyond_the_scaled_range_come_out_exact(plan, n_rows, n_cols, dtype):
+    """bfloat16 takes the log2 domain too, but past |max| = 2.4e38 max * log2(e) overflows; such rows
+    (at the top of the range, at the bottom, and a row of -inf) must come out as exp(x - max) gives
+    them, by the guard's second reading (kernels: LOG2E), and ordinary rows beside them untouched."""
+    generator = torch.Generator().manual_seed(n_cols)
+    k = torch.randint(0, 128, (n_rows, n_cols), generator=generator).to(torch.float64)
+    x = torch.randint(-12, 1, (n_rows, n_cols), generator=generator).to(torch.float64) + 200.0
+    x[0::4] = 2.0**127 * (1 + k[0::4] / 128)  # up to 3.39e38: the scaled max overflows to +inf
+    x[1::4] = -(2.0**127) * (1.5 + k[1::4] / 256)  # all below -2.5e38: the scaled max overflows to -inf
+    x[2::4, ::2] = -(2.0**127) * 1.9  # beyond the range, among ordinary values: they weigh 0
+    if n_rows > 3:
+        x[3] = float("-inf")  # a masked row: NaN, as torch gives
+    x = x.to(dtype).to(DEVICE)
+    assert sm._log2_exp(x) and sm._log2_guard(x, True)
     assert_softmax(sm.softmax_forward(x), x)
 
 
