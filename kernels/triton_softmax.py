@@ -52,10 +52,10 @@ import triton.language as tl
 # +17%, notes/kernels.md, round 15). The kernels that take LOG2 keep their maxima in this scaled
 # domain (m * log2(e), rounded once), so every exponent of a row is taken against the same rounded
 # value: its rounding error shifts all of them alike and cancels in exp / sum(exp). The scaled max
-# overflows past |m| = 2.4e38. float16 (|x| <= 65504) never gets there; bfloat16 can, so its tile
-# kernels take GUARD: a row whose scaled max is infinite (overflowed, or a row of -inf) is read again,
-# rarely, with exp(x - m); its whole-row kernels keep exp(x - m) (see _log2_exp). float32 keeps
-# exp(x - m) everywhere: it is at copy speed where this helps 2-byte rows.
+# overflows past |m| = 2.4e38. float16 (|x| <= 65504) never gets there; bfloat16 can, so its kernels
+# take GUARD: a row whose scaled max is infinite (overflowed, or a row of -inf) takes exp(x - m)
+# instead (the tile kernels read it again). float32 keeps exp(x - m): it is at copy speed where this
+# helps 2-byte rows.
 LOG2E: tl.constexpr = tl.constexpr(1.4426950408889634)
 
 
@@ -78,7 +78,7 @@ def _program_rows(n_rows, n_cols, ROWS_PER_PROGRAM: tl.constexpr, BLOCK_SIZE: tl
 def _rows_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
                      ROWS_PER_PROGRAM: tl.constexpr, BLOCK_SIZE: tl.constexpr, ALIGN: tl.constexpr,
                      LOAD_CACHE: tl.constexpr, STORE_CACHE: tl.constexpr, LOAD_EVICT: tl.constexpr = "",
-                     STORE_EVICT: tl.constexpr = "", LOG2: tl.constexpr = False):
+                     STORE_EVICT: tl.constexpr = "", LOG2: tl.constexpr = False, GUARD: tl.constexpr = False):
     """Softmax of ROWS_PER_PROGRAM whole rows held in registers: one read, one write."""
     n_cols = n_cols // ALIGN * ALIGN
     input_row_stride = input_row_stride // ALIGN * ALIGN
@@ -88,8 +88,18 @@ def _rows_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride,
     x = tl.load(input_ptr + rows64 * input_row_stride + cols, mask=mask,
                 other=float("-inf"), cache_modifier=LOAD_CACHE, eviction_policy=LOAD_EVICT).to(tl.float32)
     # a fully -inf row has max -inf, so x - max is NaN everywhere: torch's answer too
-    if LOG2:  # float16 only (see LOG2E, and _log2_exp)
-        numerator = _exp_scaled(x, (tl.max(x, axis=1) * LOG2E)[:, None])
+    if LOG2:
+        row_max = tl.max(x, axis=1)
+        scaled_max = row_max * LOG2E
+        # GUARD (bfloat16, see LOG2E): decided before any exponential, so that the row and its
+        # exponentials are never live together (6a6d50a decided after, and lost 10-35%)
+        if GUARD:
+            if tl.max(tl.abs(scaled_max), axis=0) == float("inf"):
+                numerator = tl.exp(x - row_max[:, None])
+            else:
+                numerator = _exp_scaled(x, scaled_max[:, None])
+        else:
+            numerator = _exp_scaled(x, scaled_max[:, None])
     else:
         numerator = tl.exp(x - tl.max(x, axis=1)[:, None])
     inv_denominator = 1.0 / tl.sum(numerator, axis=1)
@@ -101,7 +111,8 @@ def _rows_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride,
 @triton.jit
 def _rows_pipelined_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
                                BLOCK_SIZE: tl.constexpr, ALIGN: tl.constexpr, NUM_STAGES: tl.constexpr,
-                               LOAD_EVICT: tl.constexpr = "", LOG2: tl.constexpr = False):
+                               LOAD_EVICT: tl.constexpr = "", LOG2: tl.constexpr = False,
+                               GUARD: tl.constexpr = False):
     """The rows kernel's softmax of one whole row, for row after row on a persistent grid.
 
     One row of 28k-32k 2-byte columns fills an SM, which otherwise loads it, then reduces it, then
@@ -117,8 +128,16 @@ def _rows_pipelined_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_r
         row64 = tl.cast(row, tl.int64)
         x = tl.load(input_ptr + row64 * input_row_stride + cols, mask=mask, other=float("-inf"),
                     eviction_policy=LOAD_EVICT).to(tl.float32)
-        if LOG2:  # float16 only (see LOG2E, and _log2_exp)
-            numerator = _exp_scaled(x, tl.max(x, axis=0) * LOG2E)
+        if LOG2:
+            row_max = tl.max(x, axis=0)
+            scaled_max = row_max * LOG2E
+            if GUARD:  # see _rows_fwd_kernel
+                if tl.abs(scaled_max) == float("inf"):
+                    numerator = tl.exp(x - row_max)
+                else:
+                    numerator = _exp_scaled(x, scaled_max)
+            else:
+                numerator = _exp_scaled(x, scaled_max)
         else:
             numerator = tl.exp(x - tl.max(x, axis=0))
         y = numerator * (1.0 / tl.sum(numerator, axis=0))
@@ -1000,17 +1019,11 @@ def _forward_rows(y, x, rows_per_program, num_warps, align, load_cache="", store
     _launch(_rows_fwd_kernel, (triton.cdiv(n_rows, rows_per_program),), y, x, x.stride(0), y.stride(0),
             n_rows, n_cols, ROWS_PER_PROGRAM=rows_per_program, BLOCK_SIZE=triton.next_power_of_2(n_cols),
             ALIGN=align, LOAD_CACHE=load_cache, STORE_CACHE=store_cache, LOAD_EVICT=load_evict,
-            STORE_EVICT=store_evict, LOG2=log2 and x.dtype == torch.float16, num_warps=num_warps)
+            STORE_EVICT=store_evict, LOG2=log2, GUARD=_log2_guard(x, log2), num_warps=num_warps)
 
 
 def _log2_exp(x) -> bool:
-    """Whether the dispatcher's kernels take exp in the log2 domain for x: the 2-byte types (see LOG2E).
-
-    The whole-row kernels (rows, rows-pipelined) take it for float16 only. With the guard bfloat16
-    needs there, a branch between holding the row and its exponentials, the H200's bfloat16 sweep
-    lost 10-35% on them (runs of commit 6a6d50a, notes/kernels.md, round 15); the tile paths, which
-    guard a row after reading it, gained.
-    """
+    """Whether the dispatcher's kernels take exp in the log2 domain for x: the 2-byte types (see LOG2E)."""
     return x.dtype in (torch.float16, torch.bfloat16)
 
 
@@ -1029,8 +1042,8 @@ def _forward_rows_pipelined(y, x, num_warps, programs_per_sm, num_stages, align,
         _forward_rows(y, x, 1, num_warps, align, load_evict=ROWS_LOAD_EVICT, log2=log2)
         return
     _launch(_rows_pipelined_fwd_kernel, (min(n_rows, programs_per_sm * _sm_count(x.device)),), y, x, x.stride(0),
-            y.stride(0), n_rows, n_cols, BLOCK_SIZE=block_size, ALIGN=align, NUM_STAGES=num_stages,
-            LOG2=log2 and x.dtype == torch.float16, num_warps=num_warps)
+            y.stride(0), n_rows, n_cols, BLOCK_SIZE=block_size, ALIGN=align, NUM_STAGES=num_stages, LOG2=log2,
+            GUARD=_log2_guard(x, log2), num_warps=num_warps)
 
 
 def _forward_online(y, x, block_size, num_warps, n_programs, align):
