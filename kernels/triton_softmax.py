@@ -1013,8 +1013,8 @@ def _launch(kernel, grid, *args, **kwargs) -> None:
 
 def _forward_rows(y, x, rows_per_program, num_warps, align, load_cache="", store_cache="", load_evict="",
                   store_evict="", log2=False):
-    """Launch the whole-rows-in-registers forward (log2: exp as exp2 of one FMA, see LOG2E; for float16
-    only, see _log2_exp)."""
+    """Launch the whole-rows-in-registers forward (log2: exp as exp2 of one FMA, see LOG2E; guarded
+    for bfloat16, see _log2_guard)."""
     n_rows, n_cols = x.shape
     _launch(_rows_fwd_kernel, (triton.cdiv(n_rows, rows_per_program),), y, x, x.stride(0), y.stride(0),
             n_rows, n_cols, ROWS_PER_PROGRAM=rows_per_program, BLOCK_SIZE=triton.next_power_of_2(n_cols),
