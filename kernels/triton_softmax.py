@@ -634,6 +634,28 @@ def _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_c
 
 
 @triton.jit
+def _row_partials(input_ptr, slots_ptr, in_base, first_col, n_cols, n_blocks, row, n_segments, blocks_per_segment,
+                  max_polls, SEGMENTS_BLOCK: tl.constexpr, TILE_ROWS: tl.constexpr, VEC: tl.constexpr,
+                  UNROLL: tl.constexpr, LOG2: tl.constexpr = False):
+    """(packed (max, sum) partials, in-row mask) of a row's segments, as their programs publish them;
+    any still missing after max_polls re-reads is computed here from the input and published, so that
+    later siblings find it (see _await_row)."""
+    packed, n_missing, in_row = _await_row(slots_ptr, row, n_segments, max_polls, SEGMENTS_BLOCK)
+    if n_missing > 0:
+        for sibling in range(0, n_segments):
+            slot = slots_ptr + row * n_segments + sibling
+            if tl.load(slot, volatile=True) == 0:
+                s_first = sibling * blocks_per_segment
+                s_max, s_sum = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, s_first,
+                                                     tl.minimum(s_first + blocks_per_segment, n_blocks),
+                                                     TILE_ROWS, VEC, UNROLL, LOG2)
+                tl.atomic_xchg(slot, _pack(s_max, s_sum), sem="relaxed")
+        packed = tl.load(slots_ptr + row * n_segments + tl.arange(0, SEGMENTS_BLOCK), mask=in_row,
+                         other=-1, volatile=True)
+    return packed, in_row
+
+
+@triton.jit
 def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
                             n_segments, blocks_per_segment, max_polls, TILE_ROWS: tl.constexpr,
                             SEGMENTS_BLOCK: tl.constexpr, ALIGN: tl.constexpr, VEC: tl.constexpr,
@@ -653,23 +675,13 @@ def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, 
                                                          first_block, end_block, TILE_ROWS, VEC, UNROLL, LOG2)
         if SEGMENTS_BLOCK == 1:
             row_max = segment_max
-            # times exp(-inf - -inf) = NaN for a fully -inf row, as torch gives
-            inv_row_sum = 1.0 / (segment_sum * (tl.exp2(segment_max - row_max) if LOG2
-                                                else tl.exp(segment_max - row_max)))
+            # times exp(0) = 1, or exp(-inf - -inf) = NaN for a fully -inf row (as torch gives), in either domain
+            inv_row_sum = 1.0 / (segment_sum * tl.exp(segment_max - row_max))
         else:
             tl.atomic_xchg(slots_ptr + item, _pack(segment_max, segment_sum), sem="relaxed")
-            packed, n_missing, in_row = _await_row(slots_ptr, row, n_segments, max_polls, SEGMENTS_BLOCK)
-            if n_missing > 0:
-                for sibling in range(0, n_segments):
-                    slot = slots_ptr + row * n_segments + sibling
-                    if tl.load(slot, volatile=True) == 0:
-                        s_first = sibling * blocks_per_segment
-                        s_max, s_sum = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks,
-                                                             s_first, tl.minimum(s_first + blocks_per_segment, n_blocks),
-                                                             TILE_ROWS, VEC, UNROLL, LOG2)
-                        tl.atomic_xchg(slot, _pack(s_max, s_sum), sem="relaxed")
-                packed = tl.load(slots_ptr + row * n_segments + tl.arange(0, SEGMENTS_BLOCK), mask=in_row,
-                                 other=-1, volatile=True)
+            packed, in_row = _row_partials(input_ptr, slots_ptr, in_base, first_col, n_cols, n_blocks, row,
+                                           n_segments, blocks_per_segment, max_polls, SEGMENTS_BLOCK, TILE_ROWS, VEC,
+                                           UNROLL, LOG2)
             row_max, inv_row_sum = _combine_partials(packed, in_row, LOG2)
         natural = False
         if GUARD:  # a row whose scaled max is infinite (see LOG2E): its statistics again, from every segment

@@ -22,7 +22,7 @@ import triton.language as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kernels import triton_softmax as sm  # noqa: E402
-from kernels.triton_softmax import (_await_row, _combine_partials, _pack, _row_bases,  # noqa: E402
+from kernels.triton_softmax import (_combine_partials, _pack, _row_bases, _row_partials,  # noqa: E402
                                     _tile_segment_max_sum, _tile_segment_write)
 
 VECTORS, WARPS, PROGRAMS, SEGMENT = 2, 32, 1, 262144  # the dispatcher's tile-stream config
@@ -75,18 +75,8 @@ def _split_unroll_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, out
         m, s = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, first_block, end_block,
                                      TILE_ROWS, VEC, UNROLL1)
         tl.atomic_xchg(slots_ptr + item, _pack(m, s), sem="relaxed")
-        packed, n_missing, in_row = _await_row(slots_ptr, row, n_segments, max_polls, SEGMENTS_BLOCK)
-        if n_missing > 0:
-            for sibling in range(0, n_segments):
-                slot = slots_ptr + row * n_segments + sibling
-                if tl.load(slot, volatile=True) == 0:
-                    s_first = sibling * blocks_per_segment
-                    s_m, s_s = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, s_first,
-                                                     tl.minimum(s_first + blocks_per_segment, n_blocks),
-                                                     TILE_ROWS, VEC, UNROLL1)
-                    tl.atomic_xchg(slot, _pack(s_m, s_s), sem="relaxed")
-            packed = tl.load(slots_ptr + row * n_segments + tl.arange(0, SEGMENTS_BLOCK), mask=in_row,
-                             other=-1, volatile=True)
+        packed, in_row = _row_partials(input_ptr, slots_ptr, in_base, first_col, n_cols, n_blocks, row, n_segments,
+                                       blocks_per_segment, max_polls, SEGMENTS_BLOCK, TILE_ROWS, VEC, UNROLL1)
         row_max, inv_row_sum = _combine_partials(packed, in_row)
         _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, first_block,
                             end_block, row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL2)

@@ -116,24 +116,17 @@ def _prefetch_stream_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, 
             inv_row_sum = 1.0 / (segment_sum * tl.exp(segment_max - row_max))
         else:
             tl.atomic_xchg(slots_ptr + item, _pack(segment_max, segment_sum), sem="relaxed")
-            packed, n_missing, in_row = _await_row(slots_ptr, row, n_segments, max_polls, SEGMENTS_BLOCK)
             if NOINLINE:
+                packed, n_missing, in_row = _await_row(slots_ptr, row, n_segments, max_polls, SEGMENTS_BLOCK)
                 if n_missing > 0:
                     _publish_missing(input_ptr, slots_ptr, in_base, first_col, n_cols, n_blocks, row, n_segments,
                                      blocks_per_segment, TILE_ROWS, VEC, UNROLL)
                     packed = tl.load(slots_ptr + row * n_segments + tl.arange(0, SEGMENTS_BLOCK), mask=in_row,
                                      other=-1, volatile=True)
-            elif n_missing > 0:
-                for sibling in range(0, n_segments):
-                    slot = slots_ptr + row * n_segments + sibling
-                    if tl.load(slot, volatile=True) == 0:
-                        s_first = sibling * blocks_per_segment
-                        s_max, s_sum = sm._tile_segment_max_sum(
-                            input_ptr, in_base, first_col, n_cols, n_blocks, s_first,
-                            tl.minimum(s_first + blocks_per_segment, n_blocks), TILE_ROWS, VEC, UNROLL)
-                        tl.atomic_xchg(slot, _pack(s_max, s_sum), sem="relaxed")
-                packed = tl.load(slots_ptr + row * n_segments + tl.arange(0, SEGMENTS_BLOCK), mask=in_row,
-                                 other=-1, volatile=True)
+            else:
+                packed, in_row = sm._row_partials(input_ptr, slots_ptr, in_base, first_col, n_cols, n_blocks, row,
+                                                  n_segments, blocks_per_segment, max_polls, SEGMENTS_BLOCK,
+                                                  TILE_ROWS, VEC, UNROLL)
             row_max, inv_row_sum = _combine_partials(packed, in_row)
         if PREFETCH2:
             _prefetch_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, first_block,
