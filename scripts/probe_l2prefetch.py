@@ -9,7 +9,7 @@ in flight without touching the 64-register budget that capped rounds 10 and 12. 
 Every variant is checked against float64 on every element first, then timed like build.py --run,
 beside a copy of the same bytes.
 
-    python scripts/probe_l2prefetch.py [long|tile]   # on a CUDA machine; $OUT/probe_l2prefetch.json
+    python scripts/probe_l2prefetch.py [long|tile|long16|tile16 ...]   # on a CUDA machine; $OUT/probe_l2prefetch.json
 """
 import sys
 from pathlib import Path
@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kernels import triton_softmax as sm  # noqa: E402
 from kernels.triton_softmax import (_combine_partials, _exp_scaled, _holds_last_block, _pack,  # noqa: E402
                                     _row_bases, _tile_edge, _vector_online)
-from probe_long_rows import forward_configs_probe, run_probes, tile_stream_forward  # noqa: E402
+from probe_long_rows import forward_configs_probe, run_probes  # noqa: E402
 
 
 @triton.jit
@@ -224,13 +224,19 @@ PF_CONFIGS = [
     (262144, 2, False, 16), (262144, 0, True, 128), (262144, 2, True, 128), (131072, 0, True, 128),
     (131072, 2, True, 128), (131072, 1, False, 128),
 ]
+# Second run: a 128-byte stride puts 256 addresses on 1,024 threads, so each line is asked for four
+# times; a 16-byte stride gives every thread its own two vectors, as its loads do.
+PF16_CONFIGS = [
+    (262144, 0, False, 16), (262144, 1, False, 16), (262144, 2, False, 16), (262144, 4, False, 16),
+    (262144, 0, True, 16), (262144, 2, True, 16), (131072, 0, True, 16), (131072, 2, True, 16),
+    (131072, 2, False, 16),
+]
 LONG_NS = [131072, 262144, 777777, 1048576]
 
 
-def variants():
-    """(label, forward) per config, plus the product's tile-stream at its own config."""
-    return ([("tile-stream (2, 32, 1, 262144, 1)", tile_stream_forward((2, 32, 1, 262144, 1)))]
-            + [(f"l2prefetch {c}", pf_forward(c)) for c in PF_CONFIGS])
+def variants(configs):
+    """(label, forward) per config (the dispatcher's line is the product's tile-stream past 131,072)."""
+    return [(f"l2prefetch {c}", pf_forward(c)) for c in configs]
 
 
 # (vectors, warps, unroll, AHEAD, NEXT, stride bytes); (2, 32, 4, 0, False, 16) is the dispatcher's
@@ -240,18 +246,24 @@ PF_TILE_CONFIGS = [
     (2, 32, 2, 0, False, 16), (2, 32, 2, 2, False, 128), (2, 32, 2, 0, True, 128), (2, 32, 2, 2, True, 128),
     (2, 32, 1, 4, True, 128),
 ]
+PF16_TILE_CONFIGS = [
+    (2, 32, 4, 0, False, 16), (2, 32, 4, 2, False, 16), (2, 32, 4, 0, True, 16), (2, 32, 4, 2, True, 16),
+    (2, 32, 2, 0, True, 16), (2, 32, 2, 2, True, 16),
+]
 TILE_NS = [65536, 100000]
 
 
-def tile_variants():
+def tile_variants(configs):
     """(label, forward) per tile config."""
-    return [(f"l2prefetch tile {c}", pf_tile_forward(c)) for c in PF_TILE_CONFIGS]
+    return [(f"l2prefetch tile {c}", pf_tile_forward(c)) for c in configs]
 
 
-PROBES = {"tile": lambda out: forward_configs_probe("l2prefetch-tile", TILE_NS, tile_variants(), out,
-                                                    ["float16", "bfloat16", "float32"]),
-          "long": lambda out: forward_configs_probe("l2prefetch", LONG_NS, variants(), out,
-                                                     ["float16", "bfloat16", "float32"])}
+ALL = ["float16", "bfloat16", "float32"]
+PROBES = {"tile": lambda out: forward_configs_probe("l2prefetch-tile", TILE_NS, tile_variants(PF_TILE_CONFIGS), out, ALL),
+          "long": lambda out: forward_configs_probe("l2prefetch", LONG_NS, variants(PF_CONFIGS), out, ALL),
+          "tile16": lambda out: forward_configs_probe("l2prefetch16-tile", TILE_NS, tile_variants(PF16_TILE_CONFIGS),
+                                                      out, ALL),
+          "long16": lambda out: forward_configs_probe("l2prefetch16", LONG_NS, variants(PF16_CONFIGS), out, ALL)}
 
 
 if __name__ == "__main__":
