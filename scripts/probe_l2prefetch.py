@@ -9,7 +9,7 @@ in flight without touching the 64-register budget that capped rounds 10 and 12. 
 Every variant is checked against float64 on every element first, then timed like build.py --run,
 beside a copy of the same bytes.
 
-    python scripts/probe_l2prefetch.py [long|tile|long16|tile16 ...]   # on a CUDA machine; $OUT/probe_l2prefetch.json
+    python scripts/probe_l2prefetch.py [long|tile|long16|tile16|confirm|confirm_tile ...]   # on a CUDA machine; $OUT/probe_l2prefetch.json
 """
 import sys
 from pathlib import Path
@@ -251,6 +251,11 @@ PF16_TILE_CONFIGS = [
     (2, 32, 2, 0, True, 16), (2, 32, 2, 2, True, 16),
 ]
 TILE_NS = [65536, 100000]
+# Third run: the two winners of the H200, on both GPUs. AHEAD 1 and 2 on tile-stream; and the tile kernel
+# (whole rows a program, unrolled 4x) for fp32 rows past 65,536, which the H200 ran 5% faster than
+# tile-stream at 100,000 (400 KB rows: 132 of them fill 53 MB, about L2).
+CONFIRM_CONFIGS = [(262144, 0, False, 16), (262144, 1, False, 16), (262144, 2, False, 16), (262144, 0, True, 16)]
+CONFIRM_TILE_CONFIGS = [(2, 32, 4, 0, False, 16), (2, 32, 2, 0, False, 16), (2, 32, 4, 1, False, 16)]
 
 
 def tile_variants(configs):
@@ -263,6 +268,9 @@ PROBES = {"tile": lambda out: forward_configs_probe("l2prefetch-tile", TILE_NS, 
           "long": lambda out: forward_configs_probe("l2prefetch", LONG_NS, variants(PF_CONFIGS), out, ALL),
           "tile16": lambda out: forward_configs_probe("l2prefetch16-tile", TILE_NS, tile_variants(PF16_TILE_CONFIGS),
                                                       out, ALL),
+          "confirm": lambda out: forward_configs_probe("l2prefetch-confirm", LONG_NS, variants(CONFIRM_CONFIGS), out, ALL),
+          "confirm_tile": lambda out: forward_configs_probe("l2prefetch-confirm-tile", [81920, 100000, 131072],
+                                                            tile_variants(CONFIRM_TILE_CONFIGS), out, ["float32"]),
           "long16": lambda out: forward_configs_probe("l2prefetch16", LONG_NS, variants(PF16_CONFIGS), out, ALL)}
 
 
