@@ -20,7 +20,8 @@ Paths (see notes/kernels.md for the memory-traffic reasoning and the measurement
              waits (bounded) for its row's other partials, and writes its chunk from registers.
   tile-stream - the longest rows, or too few rows to fill the GPU: a persistent grid walks (row,
              segment) items; each segment is streamed twice in "tile" steps, the second time
-             from L2, and a row's segments exchange partials as in "exchange".
+             from L2, and a row's segments exchange partials as in "exchange". Pass 1 asks L2
+             for the tile one step ahead (TILE_STREAM_PREFETCH).
   stream   - the backward's "tile-stream": per-lane partials and software-pipelined loads.
 
 Nothing here touches a device at import time.
@@ -60,9 +61,28 @@ LOG2E: tl.constexpr = tl.constexpr(1.4426950408889634)
 
 
 @triton.jit
-def _exp_scaled(x, scaled_max):
-    """exp(x - m) for scaled_max = m * log2(e): exp2 of one FMA; -inf and NaN as exp(x - m) gives them."""
-    return tl.exp2(tl.fma(x, LOG2E, -scaled_max))
+def _exp_scaled(x, scaled_max, scale=LOG2E):
+    """exp(x - m) for scaled_max = m * scale, scale = log2(e): exp2 of one FMA; -inf and NaN as exp(x - m)
+    gives them. (The bfloat16 guard passes scale 1 for a row beyond the scaled range: see _guard_scale.)"""
+    return tl.exp2(tl.fma(x, scale, -scaled_max))
+
+
+@triton.jit
+def _guard_scale(natural):
+    """The scale of exp2 for a row that GUARD took back to exp(x - m) (natural) or not.
+
+    Such a row's finite max is above 2.35e38 in magnitude, where bfloat16 values are 2^120 apart: every
+    x - m is 0 or beyond -1e36, so exp2(x - m) = exp(x - m) exactly (1 or 0), and a row of +inf or of -inf
+    gives NaN either way. One write loop then serves both kinds of row, instead of a copy per domain.
+    """
+    return tl.where(natural, 1.0, LOG2E)
+
+
+@triton.jit
+def _prefetch_l2(ptrs):
+    """Ask L2 for the lines holding ptrs: a hint that holds no register (CUDA only; not under the interpreter)."""
+    tl.inline_asm_elementwise("prefetch.global.L2::evict_last [$1];\n\tmov.u32 $0, 0;", "=r,l", [ptrs],
+                              dtype=tl.int32, is_pure=False, pack=1)
 
 
 @triton.jit
@@ -582,14 +602,19 @@ def _tile_edge(first_col, n_cols, block, TILE_ROWS: tl.constexpr, VEC: tl.conste
 @triton.jit
 def _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, first_block, end_block,
                           TILE_ROWS: tl.constexpr, VEC: tl.constexpr, UNROLL: tl.constexpr,
-                          LOG2: tl.constexpr = False):
+                          LOG2: tl.constexpr = False, PREFETCH: tl.constexpr = 0):
     """(max, sum of exp(x - max)) over tiles [first_block, end_block) of one row; (-inf, 0) if empty.
-    With LOG2 the max is scaled by log2(e) (see LOG2E)."""
+    With LOG2 the max is scaled by log2(e) (see LOG2E). PREFETCH > 0: each step asks L2 for the tile
+    PREFETCH steps ahead (see TILE_STREAM_PREFETCH)."""
     tile = tl.arange(0, TILE_ROWS)[:, None] * VEC + tl.arange(0, VEC)[None, :]
     vec_max = tl.full([TILE_ROWS], float("-inf"), tl.float32)
     vec_sum = tl.zeros([TILE_ROWS], tl.float32)
-    for block in tl.range(tl.maximum(first_block, 1), tl.minimum(end_block, n_blocks - 1),
-                          loop_unroll_factor=UNROLL):
+    lo = tl.maximum(first_block, 1)
+    hi = tl.minimum(end_block, n_blocks - 1)
+    for block in tl.range(lo, hi, loop_unroll_factor=UNROLL):
+        if PREFETCH > 0:  # one address per 16-byte vector, as the loads: a coarser stride asks for lines twice
+            _prefetch_l2(input_ptr + in_base + tl.minimum(block + PREFETCH, hi - 1) * (TILE_ROWS * VEC)
+                         + tl.arange(0, TILE_ROWS) * VEC)
         x = tl.load(input_ptr + in_base + block * (TILE_ROWS * VEC) + tile, eviction_policy="evict_last")
         vec_max, vec_sum = _vector_online(vec_max, vec_sum, x.to(tl.float32), LOG2)
     # the row's first and last tiles, masked: they may hang over the row's ends. (Handled before
@@ -611,16 +636,16 @@ def _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, first
 @triton.jit
 def _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, first_block,
                         end_block, row_max, inv_row_sum, TILE_ROWS: tl.constexpr, VEC: tl.constexpr,
-                        UNROLL: tl.constexpr, LOG2: tl.constexpr = False):
+                        UNROLL: tl.constexpr, LOG2: tl.constexpr = False, scale=LOG2E):
     """y = exp(x - row_max) * inv_row_sum over tiles [first_block, end_block), interior last to first
-    (with LOG2, row_max is scaled by log2(e): see LOG2E)."""
+    (with LOG2, row_max is scaled by `scale`: see LOG2E and _guard_scale)."""
     tile = tl.arange(0, TILE_ROWS)[:, None] * VEC + tl.arange(0, VEC)[None, :]
     lo = tl.maximum(first_block, 1)
     hi = tl.minimum(end_block, n_blocks - 1)
     for k in tl.range(0, hi - lo, loop_unroll_factor=UNROLL):
         offsets = (hi - 1 - k) * (TILE_ROWS * VEC) + tile
         x = tl.load(input_ptr + in_base + offsets, eviction_policy="evict_first").to(tl.float32)
-        numerator = _exp_scaled(x, row_max) if LOG2 else tl.exp(x - row_max)
+        numerator = _exp_scaled(x, row_max, scale) if LOG2 else tl.exp(x - row_max)
         tl.store(output_ptr + out_base + offsets,
                  (numerator * inv_row_sum).to(output_ptr.dtype.element_ty), cache_modifier=".cs")
     for edge in tl.static_range(2):
@@ -628,7 +653,7 @@ def _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_c
         if (first_block == 0) if edge == 0 else _holds_last_block(first_block, end_block, n_blocks):
             offsets, mask = _tile_edge(first_col, n_cols, block, TILE_ROWS, VEC)
             x = tl.load(input_ptr + in_base + offsets, mask=mask, other=float("-inf")).to(tl.float32)
-            numerator = _exp_scaled(x, row_max) if LOG2 else tl.exp(x - row_max)
+            numerator = _exp_scaled(x, row_max, scale) if LOG2 else tl.exp(x - row_max)
             tl.store(output_ptr + out_base + offsets,
                      (numerator * inv_row_sum).to(output_ptr.dtype.element_ty), mask=mask)
 
@@ -659,7 +684,8 @@ def _row_partials(input_ptr, slots_ptr, in_base, first_col, n_cols, n_blocks, ro
 def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
                             n_segments, blocks_per_segment, max_polls, TILE_ROWS: tl.constexpr,
                             SEGMENTS_BLOCK: tl.constexpr, ALIGN: tl.constexpr, VEC: tl.constexpr,
-                            UNROLL: tl.constexpr, LOG2: tl.constexpr = False, GUARD: tl.constexpr = False):
+                            UNROLL: tl.constexpr, LOG2: tl.constexpr = False, GUARD: tl.constexpr = False,
+                            PREFETCH: tl.constexpr = 0):
     """The stream kernel on the tile kernel's register diet: [TILE_ROWS, VEC] tiles with one running
     (max, sum) per vector, plain loads (no shared-memory stages), so many warps fit an SM."""
     n_cols = n_cols // ALIGN * ALIGN
@@ -672,7 +698,8 @@ def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, 
         first_block = (item % n_segments) * blocks_per_segment
         end_block = tl.minimum(first_block + blocks_per_segment, n_blocks)
         segment_max, segment_sum = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks,
-                                                         first_block, end_block, TILE_ROWS, VEC, UNROLL, LOG2)
+                                                         first_block, end_block, TILE_ROWS, VEC, UNROLL, LOG2,
+                                                         PREFETCH)
         if SEGMENTS_BLOCK == 1:
             row_max = segment_max
             # times exp(0) = 1, or exp(-inf - -inf) = NaN for a fully -inf row (as torch gives), in either domain
@@ -683,19 +710,16 @@ def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, 
                                            n_segments, blocks_per_segment, max_polls, SEGMENTS_BLOCK, TILE_ROWS, VEC,
                                            UNROLL, LOG2)
             row_max, inv_row_sum = _combine_partials(packed, in_row, LOG2)
-        natural = False
+        scale = LOG2E
         if GUARD:  # a row whose scaled max is infinite (see LOG2E): its statistics again, from every segment
             natural = tl.abs(row_max) == float("inf")
             if natural:
                 row_max, row_sum = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, 0, n_blocks,
                                                          TILE_ROWS, VEC, UNROLL)
                 inv_row_sum = 1.0 / row_sum
-        if natural:
-            _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, first_block,
-                                end_block, row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL)
-        else:
-            _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, first_block,
-                                end_block, row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL, LOG2)
+            scale = _guard_scale(natural)
+        _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, first_block,
+                            end_block, row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL, LOG2, scale)
 
 
 @triton.jit
@@ -719,15 +743,16 @@ def _tile_row_stats(input_row, n_cols, n_blocks, TILE_ROWS: tl.constexpr, VEC: t
 
 @triton.jit
 def _tile_row_write(output_row, input_row, n_cols, n_blocks, row_max, inv_row_sum, TILE_ROWS: tl.constexpr,
-                    VEC: tl.constexpr, UNROLL: tl.constexpr, LOG2: tl.constexpr):
-    """y = exp(x - row_max) * inv_row_sum over one row, last step first (its tail is likeliest in L2)."""
+                    VEC: tl.constexpr, UNROLL: tl.constexpr, LOG2: tl.constexpr, scale=LOG2E):
+    """y = exp(x - row_max) * inv_row_sum over one row, last step first (its tail is likeliest in L2);
+    with LOG2, row_max is scaled by `scale` (see LOG2E and _guard_scale)."""
     tile = tl.arange(0, TILE_ROWS)[:, None] * VEC + tl.arange(0, VEC)[None, :]
     for block in tl.range(0, n_blocks, loop_unroll_factor=UNROLL):
         offsets = (n_blocks - 1 - block) * (TILE_ROWS * VEC) + tile
         mask = offsets < n_cols
         x = tl.load(input_row + offsets, mask=mask, other=float("-inf"),
                     eviction_policy="evict_first").to(tl.float32)
-        numerator = _exp_scaled(x, row_max) if LOG2 else tl.exp(x - row_max)
+        numerator = _exp_scaled(x, row_max, scale) if LOG2 else tl.exp(x - row_max)
         tl.store(output_row + offsets, (numerator * inv_row_sum).to(output_row.dtype.element_ty),
                  mask=mask, cache_modifier=".cs")
 
@@ -748,17 +773,14 @@ def _tile_online_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_
         input_row = input_ptr + row_idx * input_row_stride
         output_row = output_ptr + row_idx * output_row_stride
         row_max, inv_row_sum = _tile_row_stats(input_row, n_cols, n_blocks, TILE_ROWS, VEC, UNROLL, LOG2)
-        natural = False
+        scale = LOG2E
         if GUARD:  # a row whose scaled max is infinite (see LOG2E) is read again, with exp(x - max)
             natural = tl.abs(row_max) == float("inf")
             if natural:
                 row_max, inv_row_sum = _tile_row_stats(input_row, n_cols, n_blocks, TILE_ROWS, VEC, UNROLL, False)
-        if natural:
-            _tile_row_write(output_row, input_row, n_cols, n_blocks, row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL,
-                            False)
-        else:
-            _tile_row_write(output_row, input_row, n_cols, n_blocks, row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL,
-                            LOG2)
+            scale = _guard_scale(natural)
+        _tile_row_write(output_row, input_row, n_cols, n_blocks, row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL, LOG2,
+                        scale)
 
 
 # Seed 003's autotuning grid. Under TRITON_INTERPRET timings mean nothing (and the autotuner's
@@ -900,6 +922,11 @@ SOFTMAX_PLANS = (
     Plan("backward",  math.inf,        0,  2, "stream",     0, 16384,    32,    1,    1, 262144),
 )
 
+# tile-stream's pass 1 asks L2 for the tile this many steps ahead of the one it loads
+# (prefetch.global.L2: no register waits on it). One step ahead was +0.2-2.2% on the H100 and H200 at
+# 262,144-1M columns; two steps ahead less, four and more slower; prefetching the next segment during
+# pass 2 lost 5-15% (notes/kernels.md, round 16). Inline PTX: off under the interpreter.
+TILE_STREAM_PREFETCH = 1
 # Exchange programs re-read their row's slots up to this many times (~0.5 us each, an L2 round
 # trip) before computing missing partials from the input. Co-resident siblings publish within
 # a few microseconds, so this only runs out when they are not running.
@@ -1206,7 +1233,8 @@ def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, s
     args = (y, x, slots, x.stride(0), y.stride(0), n_rows, n_cols, n_segments, blocks_per_segment, _max_polls())
     maxnreg = min(255, 65536 // (programs_per_sm * num_warps * 32) // 8 * 8)
     kwargs = dict(TILE_ROWS=tile_rows, SEGMENTS_BLOCK=_segments_block(n_segments), ALIGN=align, VEC=vec,
-                  UNROLL=unroll, LOG2=log2, GUARD=_log2_guard(x, log2), num_warps=num_warps, maxnreg=maxnreg)
+                  UNROLL=unroll, LOG2=log2, GUARD=_log2_guard(x, log2),
+                  PREFETCH=0 if _interpreting() else TILE_STREAM_PREFETCH, num_warps=num_warps, maxnreg=maxnreg)
     n_programs = _persistent_programs(_tile_stream_fwd_kernel, args, kwargs, n_rows * n_segments, n_segments,
                                       programs_per_sm, x.device)
     _launch(_tile_stream_fwd_kernel, (n_programs,), *args, **kwargs)

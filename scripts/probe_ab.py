@@ -1,0 +1,53 @@
+"""Probe: the working tree's dispatcher against another version of kernels/triton_softmax.py (round 16).
+
+Exploration, not evidence. Imports the module at AB_BEFORE (a file path: say, `git show
+HEAD:kernels/triton_softmax.py > /tmp/before.py`) beside the working tree's, and the working tree's
+again with TILE_STREAM_PREFETCH = 0, then times the three dispatchers shape by shape in one process,
+each checked against float64 on every element first (the probe's 'dispatcher' line is the working tree).
+
+    AB_BEFORE=/tmp/before.py python scripts/probe_ab.py   # on a CUDA machine; $OUT/probe_ab.json
+"""
+import importlib.util
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from kernels import triton_softmax as sm  # noqa: E402
+from probe_long_rows import forward_configs_probe, run_probes  # noqa: E402
+
+
+def module_from_source(name: str, source: str):
+    """A module imported from source text written to a temporary file."""
+    path = Path(tempfile.mkdtemp()) / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def no_prefetch_source() -> str:
+    """The working tree's module with tile-stream's L2 prefetch off."""
+    source = Path(sm.__file__).read_text()
+    assert "TILE_STREAM_PREFETCH = 1\n" in source
+    return source.replace("TILE_STREAM_PREFETCH = 1\n", "TILE_STREAM_PREFETCH = 0\n")
+
+
+LONG_NS = [100000, 131072, 262144, 524288, 777777, 1048576]
+BF16_NS = [8200, 24000, 65536]  # bfloat16 on the tile kernel, whose guard changed
+
+
+def ab_probe(out: list) -> None:
+    """Working tree (dispatcher line), before, and working tree without prefetch, per shape."""
+    before = module_from_source("triton_softmax_before", Path(os.environ["AB_BEFORE"]).read_text())
+    no_prefetch = module_from_source("triton_softmax_no_prefetch", no_prefetch_source())
+    variants = [("after", sm.softmax_forward), ("before", before.softmax_forward),
+                ("no prefetch", no_prefetch.softmax_forward)]
+    forward_configs_probe("ab", LONG_NS, variants, out, dtypes=["float16", "bfloat16", "float32"])
+    forward_configs_probe("ab", BF16_NS, variants, out, dtypes=["bfloat16"])
+
+
+if __name__ == "__main__":
+    run_probes({"ab": ab_probe}, ["ab"], "probe_ab.json")
