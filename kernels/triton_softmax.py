@@ -485,21 +485,12 @@ def _row_bases(row, input_row_stride, output_row_stride, n_cols, BLOCK_SIZE: tl.
 
 @triton.jit
 def _segment_dot(output_ptr, grad_output_ptr, y_base, dy_base, first_col, n_cols, n_blocks, first_block,
-                 end_block, BLOCK_SIZE: tl.constexpr, NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr = 0):
-    """sum(y * dy) over blocks [first_block, end_block) of one row; 0 if empty. PREFETCH > 0: each
-    step asks L2 for the blocks PREFETCH steps ahead (see TILE_STREAM_PREFETCH)."""
+                 end_block, BLOCK_SIZE: tl.constexpr, NUM_STAGES: tl.constexpr):
+    """sum(y * dy) over blocks [first_block, end_block) of one row; 0 if empty."""
     idx = tl.arange(0, BLOCK_SIZE)
     lane_dot = tl.zeros([BLOCK_SIZE], tl.float32)
-    lo = tl.maximum(first_block, 1)
-    hi = tl.minimum(end_block, n_blocks - 1)
-    # one prefetch address per 16-byte vector, as the loads
-    vector = tl.arange(0, BLOCK_SIZE * output_ptr.dtype.element_ty.primitive_bitwidth // 128) * (
-        128 // output_ptr.dtype.element_ty.primitive_bitwidth)
-    for block in tl.range(lo, hi, num_stages=NUM_STAGES):
-        if PREFETCH > 0:
-            ahead = tl.minimum(block + PREFETCH, hi - 1) * BLOCK_SIZE + vector
-            _prefetch_l2(output_ptr + y_base + ahead)
-            _prefetch_l2(grad_output_ptr + dy_base + ahead)
+    for block in tl.range(tl.maximum(first_block, 1), tl.minimum(end_block, n_blocks - 1),
+                          num_stages=NUM_STAGES):
         offsets = block * BLOCK_SIZE + idx
         y = tl.load(output_ptr + y_base + offsets, eviction_policy="evict_last").to(tl.float32)
         dy = tl.load(grad_output_ptr + dy_base + offsets, eviction_policy="evict_last").to(tl.float32)
@@ -535,7 +526,7 @@ def _edge_grad(grad_input_ptr, output_ptr, grad_output_ptr, dx_base, y_base, dy_
 def _stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, slots_ptr, grad_input_row_stride,
                        output_row_stride, grad_output_row_stride, n_rows, n_cols, n_segments, blocks_per_segment,
                        max_polls, BLOCK_SIZE: tl.constexpr, SEGMENTS_BLOCK: tl.constexpr, ALIGN: tl.constexpr,
-                       VEC: tl.constexpr, NUM_STAGES: tl.constexpr, PREFETCH: tl.constexpr = 0):
+                       VEC: tl.constexpr, NUM_STAGES: tl.constexpr):
     """Two-HBM-pass softmax backward of long rows: y, dy streamed twice, sum(y * dy) exchanged."""
     n_cols = n_cols // ALIGN * ALIGN
     grad_input_row_stride = grad_input_row_stride // ALIGN * ALIGN
@@ -551,7 +542,7 @@ def _stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, slots_ptr, g
         first_block = (item % n_segments) * blocks_per_segment
         end_block = tl.minimum(first_block + blocks_per_segment, n_blocks)
         row_dot = _segment_dot(output_ptr, grad_output_ptr, y_base, dy_base, first_col, n_cols, n_blocks,
-                               first_block, end_block, BLOCK_SIZE, NUM_STAGES, PREFETCH)
+                               first_block, end_block, BLOCK_SIZE, NUM_STAGES)
         if SEGMENTS_BLOCK > 1:
             # the upper word 1.0 makes the slot non-zero whatever the dot
             tl.atomic_xchg(slots_ptr + item, _pack(tl.full((), 1.0, tl.float32), row_dot), sem="relaxed")
@@ -1249,8 +1240,7 @@ def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, s
     _launch(_tile_stream_fwd_kernel, (n_programs,), *args, **kwargs)
 
 
-def _backward_stream(dx, y, dy, block_size, num_warps, programs_per_sm, num_stages, segment_bytes, align,
-                     prefetch=0):
+def _backward_stream(dx, y, dy, block_size, num_warps, programs_per_sm, num_stages, segment_bytes, align):
     """Launch the two-HBM-pass streaming backward on a persistent grid of (row, segment) items."""
     n_rows, n_cols = y.shape
     vec = _exchange_vec(y.element_size(), dx, y, dy)
@@ -1262,8 +1252,7 @@ def _backward_stream(dx, y, dy, block_size, num_warps, programs_per_sm, num_stag
     args = (dx, y, dy, slots, dx.stride(0), y.stride(0), dy.stride(0), n_rows, n_cols, n_segments,
             blocks_per_segment, _max_polls())
     kwargs = dict(BLOCK_SIZE=block_size, SEGMENTS_BLOCK=_segments_block(n_segments),
-                  ALIGN=align, VEC=vec, NUM_STAGES=num_stages, PREFETCH=0 if _interpreting() else prefetch,
-                  num_warps=num_warps)
+                  ALIGN=align, VEC=vec, NUM_STAGES=num_stages, num_warps=num_warps)
     n_programs = _persistent_programs(_stream_bwd_kernel, args, kwargs, n_rows * n_segments, n_segments,
                                       programs_per_sm, y.device)
     _launch(_stream_bwd_kernel, (n_programs,), *args, **kwargs)

@@ -7,9 +7,10 @@ in flight without touching the 64-register budget that capped rounds 10 and 12. 
   NEXT:  pass 2, at its k-th step, prefetches tile k of the program's next segment, so that the next
          pass 1 reads L2 while this SM writes (the two passes otherwise run one after the other).
 Every variant is checked against float64 on every element first, then timed like build.py --run,
-beside a copy of the same bytes.
+beside a copy of the same bytes. (The backward's probe of round 16 ran at commit 010fa5b, whose
+stream kernel took a PREFETCH argument; it lost, and both are gone.)
 
-    python scripts/probe_l2prefetch.py [long|tile|long16|tile16|confirm|confirm_tile|backward ...]   # on a CUDA machine; $OUT/probe_l2prefetch.json
+    python scripts/probe_l2prefetch.py [long|tile|long16|tile16|confirm|confirm_tile ...]   # on a CUDA machine; $OUT/probe_l2prefetch.json
 """
 import sys
 from pathlib import Path
@@ -22,9 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kernels import triton_softmax as sm  # noqa: E402
 from kernels.triton_softmax import (_combine_partials, _exp_scaled, _holds_last_block, _pack,  # noqa: E402
                                     _row_bases, _tile_edge, _vector_online)
-from kernellab.measure import softmax_grad_reference  # noqa: E402
-from probe_long_rows import (ELEMENTS, checked_and_timed, forward_configs_probe, report, row, run_probes,  # noqa: E402
-                             stream_backward, timed)
+from probe_long_rows import forward_configs_probe, run_probes  # noqa: E402
 
 
 @triton.jit
@@ -265,34 +264,6 @@ def tile_variants(configs):
     return [(f"l2prefetch tile {c}", pf_tile_forward(c)) for c in configs]
 
 
-# Fourth run: the backward's stream kernel, whose pass 1 (a dot product of y and dy) does little work
-# per byte. (block bytes, warps, programs per SM, stages, segment bytes, prefetch distance);
-# (32768, 32, 1, 1, 262144, 0) is the dispatcher's.
-BACKWARD_CONFIGS = [(32768, 32, 1, 1, 262144, 0), (32768, 32, 1, 1, 262144, 1), (32768, 32, 1, 1, 262144, 2),
-                    (16384, 32, 1, 1, 262144, 1), (16384, 32, 1, 1, 262144, 2)]
-BACKWARD_NS = [131072, 262144, 777777, 1048576]
-
-
-def backward_probe(out: list) -> None:
-    """Dispatcher backward and the stream configs with and without prefetch, per long N and dtype."""
-    for n in BACKWARD_NS:
-        for dtype in ALL:
-            m = ELEMENTS // n
-            x = (torch.randn(m, n, device="cuda") * 2).to(getattr(torch, dtype))
-            y = sm.softmax_forward(x)
-            dy = torch.randn_like(y)
-            moved = 3 * y.numel() * y.element_size()
-            ref, scale = softmax_grad_reference(y, dy)
-            dx = torch.empty_like(y)
-            add_ms = timed(lambda: torch.add(y, dy, out=dx))["ms"]
-            lines = [row("add", {"ms": add_ms, "p20": None, "p80": None}, moved, add_ms),
-                     row("dispatcher", timed(sm.softmax_backward, y, dy), moved, add_ms)]
-            variants = [(f"stream {c}", stream_backward(c)) for c in BACKWARD_CONFIGS]
-            lines += checked_and_timed(variants, (y, dy), ref, scale, dtype, moved, add_ms)
-            report("backward-prefetch", m, n, dtype, lines, out)
-            torch.cuda.empty_cache()
-
-
 ALL = ["float16", "bfloat16", "float32"]
 PROBES = {"tile": lambda out: forward_configs_probe("l2prefetch-tile", TILE_NS, tile_variants(PF_TILE_CONFIGS), out, ALL),
           "long": lambda out: forward_configs_probe("l2prefetch", LONG_NS, variants(PF_CONFIGS), out, ALL),
@@ -301,7 +272,6 @@ PROBES = {"tile": lambda out: forward_configs_probe("l2prefetch-tile", TILE_NS, 
           "confirm": lambda out: forward_configs_probe("l2prefetch-confirm", LONG_NS, variants(CONFIRM_CONFIGS), out, ALL),
           "confirm_tile": lambda out: forward_configs_probe("l2prefetch-confirm-tile", [81920, 100000, 131072],
                                                             tile_variants(CONFIRM_TILE_CONFIGS), out, ["float32"]),
-          "backward": backward_probe,
           "long16": lambda out: forward_configs_probe("l2prefetch16", LONG_NS, variants(PF16_CONFIGS), out, ALL)}
 
 

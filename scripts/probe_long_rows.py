@@ -118,14 +118,13 @@ def rows_forward(rows_per_program, warps, load_cache="", store_cache="", load_ev
 
 
 def stream_backward(config):
-    """A backward callable for one stream config (and, optionally, its L2 prefetch distance)."""
-    block_bytes, warps, progs, stages, segment, *prefetch = config
+    """A backward callable for one stream config."""
+    block_bytes, warps, progs, stages, segment = config
 
     def run(y, dy):
         dx = torch.empty_like(y)
         align = sm._vector_align(y.element_size(), y.shape[1], dx.stride(0), y.stride(0), dy.stride(0))
-        sm._backward_stream(dx, y, dy, block_bytes // y.element_size(), warps, progs, stages, segment, align,
-                            *prefetch)
+        sm._backward_stream(dx, y, dy, block_bytes // y.element_size(), warps, progs, stages, segment, align)
         return dx
     return run
 
