@@ -5,7 +5,7 @@ $OUT/probe_long_rows.json when OUT is set); run artifacts come only from build.p
 variant is checked against float64 on every element first, then timed like build.py --run
 (CUDA-graph replays under triton.testing.do_bench, L2 flushed), beside a device-to-device copy
 of the same bytes in the same process. Usage on a CUDA machine:
-    python scripts/probe_long_rows.py [forward|tile|unroll|backward|short|short32|mid|evict|evict_tiles|short_tile|band_tile ...]
+    python scripts/probe_long_rows.py [forward|tile|unroll|backward|short|short32|mid|evict|evict_tiles|short_tile|band_tile|bands ...]
 
 (The pipelined 1-D "stream" forward it compared in round 4 was replaced by "tile-stream";
 its figures are in notes/probes/.)
@@ -325,6 +325,36 @@ def band_tile_probe(out: list) -> None:
                           out, dtypes=["float16", "bfloat16"])
 
 
+# Round 18: the H200's weakest bands below long rows, after round 15's exp2 (2-byte rows take exp as
+# exp2 of one FMA, so the tile configs here do too). (vectors, warps, programs per SM, unroll); the
+# dispatcher's own config of each band is among them.
+BAND_CONFIGS = {8200: [(1, 8, 8, 2), (1, 4, 16, 1), (1, 4, 16, 2), (1, 4, 12, 2)],
+                10000: [(1, 8, 8, 2), (1, 4, 16, 2), (1, 16, 4, 2)],
+                12800: [(1, 8, 8, 2), (1, 4, 16, 2), (1, 16, 4, 2)],
+                24000: [(1, 16, 4, 2), (1, 8, 8, 2), (1, 4, 16, 2), (2, 16, 2, 2)],
+                32768: [(1, 16, 4, 2), (1, 8, 8, 2), (1, 4, 16, 2)],
+                65536: [(2, 32, 1, 4), (1, 32, 2, 2), (1, 16, 4, 2), (1, 8, 8, 2)]}
+
+
+def tile_log2_forward(config):
+    """A forward callable for one tile config, exp as exp2 for 2-byte types (bfloat16 guarded), as the table."""
+    vectors, warps, progs, unroll = config
+
+    def run(x):
+        y = torch.empty_like(x)
+        align = sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0))
+        sm._forward_tile_online(y, x, vectors, warps, progs, align, unroll, log2=x.element_size() == 2)
+        return y
+    return run
+
+
+def bands_probe(out: list) -> None:
+    """Tile configs against the dispatcher on the bands of BAND_CONFIGS, 2-byte types."""
+    for n, configs in BAND_CONFIGS.items():
+        forward_configs_probe("bands", [n], [(f"tile {c}", tile_log2_forward(c)) for c in configs], out,
+                              dtypes=["float16", "bfloat16"])
+
+
 def report(kind, m, n, dtype, lines, out) -> None:
     """Print one shape's lines, best first, and keep them."""
     print(f"{kind} {m}x{n} {dtype}:", flush=True)
@@ -337,7 +367,7 @@ def report(kind, m, n, dtype, lines, out) -> None:
 PROBES = {"forward": tile_stream_probe, "tile": tile_probe, "unroll": unroll_probe, "backward": backward_probe,
           "short": short_probe, "short32": short_fp32_probe, "mid": mid_probe, "evict": evict_probe,
           "evict_tiles": evict_tiles_probe, "short_tile": short_tile_probe,
-          "band_tile": band_tile_probe}
+          "band_tile": band_tile_probe, "bands": bands_probe}
 
 
 def run_probes(probes: dict, which: list, out_name: str) -> None:
