@@ -925,7 +925,8 @@ SOFTMAX_PLANS = (
 # tile-stream's pass 1 asks L2 for the tile this many steps ahead of the one it loads
 # (prefetch.global.L2: no register waits on it). One step ahead was +0.2-2.2% on the H100 and H200 at
 # 262,144-1M columns; two steps ahead less, four and more slower; prefetching the next segment during
-# pass 2 lost 5-15% (notes/kernels.md, round 16). Inline PTX: off under the interpreter.
+# pass 2 lost 5-15% (notes/kernels.md, round 16). Inline PTX: CUDA only (_l2_prefetch_steps); a test
+# compiles it for sm_90 offline, since the interpreter cannot run it.
 TILE_STREAM_PREFETCH = 1
 # Exchange programs re-read their row's slots up to this many times (~0.5 us each, an L2 round
 # trip) before computing missing partials from the input. Co-resident siblings publish within
@@ -1219,6 +1220,11 @@ def _segments_block(n_segments: int) -> int:
     return 1 if n_segments == 1 else max(16, triton.next_power_of_2(n_segments))
 
 
+def _l2_prefetch_steps(x: torch.Tensor) -> int:
+    """TILE_STREAM_PREFETCH on CUDA; 0 under the interpreter or on other GPUs (the prefetch is inline PTX)."""
+    return TILE_STREAM_PREFETCH if x.is_cuda and torch.version.cuda and not _interpreting() else 0
+
+
 def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, segment_bytes, align, unroll=1,
                          log2=False):
     """Launch the tile-stream forward on a persistent grid of (row, segment) items."""
@@ -1234,7 +1240,7 @@ def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, s
     maxnreg = min(255, 65536 // (programs_per_sm * num_warps * 32) // 8 * 8)
     kwargs = dict(TILE_ROWS=tile_rows, SEGMENTS_BLOCK=_segments_block(n_segments), ALIGN=align, VEC=vec,
                   UNROLL=unroll, LOG2=log2, GUARD=_log2_guard(x, log2),
-                  PREFETCH=0 if _interpreting() else TILE_STREAM_PREFETCH, num_warps=num_warps, maxnreg=maxnreg)
+                  PREFETCH=_l2_prefetch_steps(x), num_warps=num_warps, maxnreg=maxnreg)
     n_programs = _persistent_programs(_tile_stream_fwd_kernel, args, kwargs, n_rows * n_segments, n_segments,
                                       programs_per_sm, x.device)
     _launch(_tile_stream_fwd_kernel, (n_programs,), *args, **kwargs)

@@ -6,6 +6,9 @@ GPU: python -m pytest tests/test_softmax.py -q
 import importlib
 import math
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -158,6 +161,41 @@ def test_float16_log2_domain_holds_at_the_ends_of_the_range(plan, n_rows, n_cols
     x = x.clamp(-65504.0, 65504.0).to(dtype).to(DEVICE)
     assert sm._log2_exp(x) and not sm._log2_guard(x, True)
     assert_softmax(sm.softmax_forward(x), x)
+
+
+# Compiles tile-stream with its L2 prefetch for sm_90 through Triton and ptxas, without a GPU and
+# outside the interpreter (which cannot run inline PTX, so the kernel tests above run without it).
+HOPPER_COMPILE = """
+import sys
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+import kernels.triton_softmax as sm
+pointer = "*" + sys.argv[1]
+signature = {"output_ptr": pointer, "input_ptr": pointer, "slots_ptr": "*i64", "input_row_stride": "i32",
+             "output_row_stride": "i32", "n_rows": "i32", "n_cols": "i32", "n_segments": "i32",
+             "blocks_per_segment": "i32", "max_polls": "i32", "TILE_ROWS": "constexpr", "SEGMENTS_BLOCK": "constexpr",
+             "ALIGN": "constexpr", "VEC": "constexpr", "UNROLL": "constexpr", "LOG2": "constexpr", "GUARD": "constexpr",
+             "PREFETCH": "constexpr"}
+vec = 4 if sys.argv[1] == "fp32" else 8
+constexprs = dict(TILE_ROWS=2048, SEGMENTS_BLOCK=8, ALIGN=vec, VEC=vec, UNROLL=1, LOG2=vec == 8,
+                  GUARD=sys.argv[1] == "bf16", PREFETCH=sm.TILE_STREAM_PREFETCH)
+kernel = triton.compile(ASTSource(fn=sm._tile_stream_fwd_kernel, signature=signature, constexprs=constexprs),
+                        target=GPUTarget("cuda", 90, 32), options={"num_warps": 32, "maxnreg": 64})
+print(kernel.asm["ptx"].count("prefetch.global.L2::evict_last"), len(kernel.asm["cubin"]))
+"""
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
+def test_tile_stream_prefetch_compiles_for_hopper(dtype):
+    """tile-stream's prefetch PTX goes through ptxas for sm_90 (the GPU path the interpreter skips)."""
+    assert sm.TILE_STREAM_PREFETCH > 0 and sm._l2_prefetch_steps(torch.ones(1)) == 0  # off for CPU tensors
+    env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", HOPPER_COMPILE, dtype], env=env, capture_output=True, text=True,
+                          timeout=600, cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr[-2000:]
+    prefetches, cubin_bytes = map(int, done.stdout.split()[-2:])
+    assert prefetches >= 1 and cubin_bytes > 0
 
 
 @pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # the interpreter's numpy, by design
