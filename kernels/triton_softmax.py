@@ -484,6 +484,19 @@ def _row_bases(row, input_row_stride, output_row_stride, n_cols, BLOCK_SIZE: tl.
 
 
 @triton.jit
+def _segment_item(item, n_segments, blocks_per_segment, input_row_stride, output_row_stride, n_cols,
+                  BLOCK_SIZE: tl.constexpr, VEC: tl.constexpr):
+    """(row, in_base, out_base, first_col, n_blocks, first_block, end_block) of a (row, segment) item:
+    its row's bases (see _row_bases) and its blocks [first_block, end_block) of the row's n_blocks."""
+    row = item // n_segments
+    in_base, out_base, first_col, n_blocks = _row_bases(row, input_row_stride, output_row_stride, n_cols,
+                                                        BLOCK_SIZE, VEC)
+    first_block = (item % n_segments) * blocks_per_segment
+    return row, in_base, out_base, first_col, n_blocks, first_block, tl.minimum(first_block + blocks_per_segment,
+                                                                                 n_blocks)
+
+
+@triton.jit
 def _segment_dot(output_ptr, grad_output_ptr, y_base, dy_base, first_col, n_cols, n_blocks, first_block,
                  end_block, BLOCK_SIZE: tl.constexpr, NUM_STAGES: tl.constexpr):
     """sum(y * dy) over blocks [first_block, end_block) of one row; 0 if empty."""
@@ -692,11 +705,8 @@ def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, 
     input_row_stride = input_row_stride // ALIGN * ALIGN
     output_row_stride = output_row_stride // ALIGN * ALIGN
     for item in range(tl.program_id(0), n_rows * n_segments, tl.num_programs(0)):
-        row = item // n_segments
-        in_base, out_base, first_col, n_blocks = _row_bases(row, input_row_stride, output_row_stride, n_cols,
-                                                            TILE_ROWS * VEC, VEC)
-        first_block = (item % n_segments) * blocks_per_segment
-        end_block = tl.minimum(first_block + blocks_per_segment, n_blocks)
+        row, in_base, out_base, first_col, n_blocks, first_block, end_block = _segment_item(
+            item, n_segments, blocks_per_segment, input_row_stride, output_row_stride, n_cols, TILE_ROWS * VEC, VEC)
         segment_max, segment_sum = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks,
                                                          first_block, end_block, TILE_ROWS, VEC, UNROLL, LOG2,
                                                          PREFETCH)

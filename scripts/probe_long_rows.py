@@ -94,6 +94,28 @@ def tile_stream_forward(config):
     return run
 
 
+def launch_tile_stream_like(kernel, x, vectors, warps, programs_per_sm, segment_bytes, **constexprs):
+    """softmax of x by a probe's copy of the tile-stream kernel, set up and launched as the dispatcher's
+    (segments, slots, persistent grid, maxnreg); constexprs are the copy's own."""
+    y = torch.empty_like(x)
+    n_rows, n_cols = x.shape
+    align = sm._vector_align(x.element_size(), n_cols, x.stride(0), y.stride(0))
+    vec = sm._exchange_vec(x.element_size(), x, y)
+    tile_rows = 32 * warps * vectors
+    segment_bytes = sm._few_rows_segment(segment_bytes, n_rows, n_cols * x.element_size(),
+                                         programs_per_sm * sm._sm_count(x.device))
+    n_segments, blocks_per_segment = sm._stream_segments(n_cols, x.element_size(), tile_rows * vec, segment_bytes,
+                                                         align, vec)
+    slots = torch.zeros(n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=x.device)
+    args = (y, x, slots, x.stride(0), y.stride(0), n_rows, n_cols, n_segments, blocks_per_segment, sm._max_polls())
+    kwargs = dict(TILE_ROWS=tile_rows, SEGMENTS_BLOCK=sm._segments_block(n_segments), ALIGN=align, VEC=vec,
+                  num_warps=warps, maxnreg=min(255, 65536 // (programs_per_sm * warps * 32) // 8 * 8), **constexprs)
+    n_programs = sm._persistent_programs(kernel, args, kwargs, n_rows * n_segments, n_segments, programs_per_sm,
+                                         x.device)
+    sm._launch(kernel, (n_programs,), *args, **kwargs)
+    return y
+
+
 def tile_unrolled_forward(config):
     """A forward callable for one tile-online config with unrolled loops."""
     vectors, warps, progs, unroll = config

@@ -22,22 +22,10 @@ import triton.language as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kernels import triton_softmax as sm  # noqa: E402
-from kernels.triton_softmax import (_combine_partials, _pack, _row_bases, _row_partials,  # noqa: E402
+from kernels.triton_softmax import (_combine_partials, _pack, _row_partials,  # noqa: E402
                                     _tile_segment_max_sum, _tile_segment_write)
 
 VECTORS, WARPS, PROGRAMS, SEGMENT = 2, 32, 1, 262144  # the dispatcher's tile-stream config
-
-
-@triton.jit
-def _item_span(item, n_segments, blocks_per_segment, input_row_stride, output_row_stride, n_cols,
-               TILE_ROWS: tl.constexpr, VEC: tl.constexpr):
-    """(row, in_base, out_base, first_col, n_blocks, first_block, end_block) of a (row, segment) item."""
-    row = item // n_segments
-    in_base, out_base, first_col, n_blocks = _row_bases(row, input_row_stride, output_row_stride, n_cols,
-                                                        TILE_ROWS * VEC, VEC)
-    first_block = (item % n_segments) * blocks_per_segment
-    return row, in_base, out_base, first_col, n_blocks, first_block, tl.minimum(first_block + blocks_per_segment,
-                                                                                 n_blocks)
 
 
 @triton.jit
@@ -45,8 +33,8 @@ def _pass1_kernel(input_ptr, slots_ptr, input_row_stride, n_rows, n_cols, n_segm
                   TILE_ROWS: tl.constexpr, VEC: tl.constexpr, UNROLL: tl.constexpr):
     """Pass 1 alone: each (row, segment) item's (max, sum) into its slot."""
     for item in range(tl.program_id(0), n_rows * n_segments, tl.num_programs(0)):
-        row, in_base, out_base, first_col, n_blocks, first_block, end_block = _item_span(
-            item, n_segments, blocks_per_segment, input_row_stride, input_row_stride, n_cols, TILE_ROWS, VEC)
+        row, in_base, out_base, first_col, n_blocks, first_block, end_block = sm._segment_item(
+            item, n_segments, blocks_per_segment, input_row_stride, input_row_stride, n_cols, TILE_ROWS * VEC, VEC)
         m, s = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, first_block, end_block,
                                      TILE_ROWS, VEC, UNROLL)
         tl.store(slots_ptr + item, _pack(m, s))
@@ -57,8 +45,8 @@ def _pass2_kernel(output_ptr, input_ptr, input_row_stride, n_rows, n_cols, n_seg
                   TILE_ROWS: tl.constexpr, VEC: tl.constexpr, UNROLL: tl.constexpr):
     """Pass 2 alone: y = exp(x) over each item, read from HBM."""
     for item in range(tl.program_id(0), n_rows * n_segments, tl.num_programs(0)):
-        row, in_base, out_base, first_col, n_blocks, first_block, end_block = _item_span(
-            item, n_segments, blocks_per_segment, input_row_stride, input_row_stride, n_cols, TILE_ROWS, VEC)
+        row, in_base, out_base, first_col, n_blocks, first_block, end_block = sm._segment_item(
+            item, n_segments, blocks_per_segment, input_row_stride, input_row_stride, n_cols, TILE_ROWS * VEC, VEC)
         _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, first_block,
                             end_block, 0.0, 1.0, TILE_ROWS, VEC, UNROLL)
 
@@ -70,8 +58,8 @@ def _split_unroll_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, out
                          UNROLL2: tl.constexpr):
     """tile-stream (contiguous rows, no fallback tuning) with each pass's unroll set apart."""
     for item in range(tl.program_id(0), n_rows * n_segments, tl.num_programs(0)):
-        row, in_base, out_base, first_col, n_blocks, first_block, end_block = _item_span(
-            item, n_segments, blocks_per_segment, input_row_stride, output_row_stride, n_cols, TILE_ROWS, VEC)
+        row, in_base, out_base, first_col, n_blocks, first_block, end_block = sm._segment_item(
+            item, n_segments, blocks_per_segment, input_row_stride, output_row_stride, n_cols, TILE_ROWS * VEC, VEC)
         m, s = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, first_block, end_block,
                                      TILE_ROWS, VEC, UNROLL1)
         tl.atomic_xchg(slots_ptr + item, _pack(m, s), sem="relaxed")
@@ -89,8 +77,8 @@ def _read_only_kernel(input_ptr, slots_ptr, input_row_stride, n_rows, n_cols, n_
     but with the max taken in the input's own type before converting (exact: a max only selects)."""
     tile = tl.arange(0, TILE_ROWS)[:, None] * VEC + tl.arange(0, VEC)[None, :]
     for item in range(tl.program_id(0), n_rows * n_segments, tl.num_programs(0)):
-        row, in_base, out_base, first_col, n_blocks, first_block, end_block = _item_span(
-            item, n_segments, blocks_per_segment, input_row_stride, input_row_stride, n_cols, TILE_ROWS, VEC)
+        row, in_base, out_base, first_col, n_blocks, first_block, end_block = sm._segment_item(
+            item, n_segments, blocks_per_segment, input_row_stride, input_row_stride, n_cols, TILE_ROWS * VEC, VEC)
         acc = tl.zeros([TILE_ROWS], tl.float32)
         vec_max = tl.full([TILE_ROWS], float("-inf"), tl.float32)
         for block in tl.range(tl.maximum(first_block, 1), tl.minimum(end_block, n_blocks - 1)):

@@ -11,15 +11,15 @@ float64 on every element first, then timed like build.py --run, beside a copy of
 import sys
 from pathlib import Path
 
-import torch
 import triton
 import triton.language as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kernels import triton_softmax as sm  # noqa: E402
 from kernels.triton_softmax import (_await_row, _combine_partials, _holds_last_block, _pack,  # noqa: E402
-                                    _row_bases, _tile_edge, _vector_online)
-from probe_long_rows import forward_configs_probe, run_probes, tile_stream_forward  # noqa: E402
+                                    _segment_item, _tile_edge, _vector_online)
+from probe_long_rows import (forward_configs_probe, launch_tile_stream_like, run_probes,  # noqa: E402
+                             tile_stream_forward)
 
 
 @triton.jit
@@ -100,11 +100,8 @@ def _prefetch_stream_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, 
     input_row_stride = input_row_stride // ALIGN * ALIGN
     output_row_stride = output_row_stride // ALIGN * ALIGN
     for item in range(tl.program_id(0), n_rows * n_segments, tl.num_programs(0)):
-        row = item // n_segments
-        in_base, out_base, first_col, n_blocks = _row_bases(row, input_row_stride, output_row_stride, n_cols,
-                                                            TILE_ROWS * VEC, VEC)
-        first_block = (item % n_segments) * blocks_per_segment
-        end_block = tl.minimum(first_block + blocks_per_segment, n_blocks)
+        row, in_base, out_base, first_col, n_blocks, first_block, end_block = _segment_item(
+            item, n_segments, blocks_per_segment, input_row_stride, output_row_stride, n_cols, TILE_ROWS * VEC, VEC)
         if PREFETCH1:
             segment_max, segment_sum = _prefetch_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks,
                                                          first_block, end_block, TILE_ROWS, VEC)
@@ -141,24 +138,9 @@ def prefetch_forward(config):
     vectors, warps, progs, segment_bytes, prefetch1, prefetch2, *noinline = config
 
     def run(x):
-        y = torch.empty_like(x)
-        n_rows, n_cols = x.shape
-        align = sm._vector_align(x.element_size(), n_cols, x.stride(0), y.stride(0))
-        vec = sm._exchange_vec(x.element_size(), x, y)
-        tile_rows = 32 * warps * vectors
-        seg = sm._few_rows_segment(segment_bytes, n_rows, n_cols * x.element_size(), progs * sm._sm_count(x.device))
-        n_segments, blocks_per_segment = sm._stream_segments(n_cols, x.element_size(), tile_rows * vec, seg, align, vec)
-        slots = torch.zeros(n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=x.device)
-        args = (y, x, slots, x.stride(0), y.stride(0), n_rows, n_cols, n_segments, blocks_per_segment,
-                sm._max_polls())
-        maxnreg = min(255, 65536 // (progs * warps * 32) // 8 * 8)
-        kwargs = dict(TILE_ROWS=tile_rows, SEGMENTS_BLOCK=sm._segments_block(n_segments), ALIGN=align, VEC=vec,
-                      UNROLL=1, PREFETCH1=prefetch1, PREFETCH2=prefetch2, NOINLINE=bool(noinline and noinline[0]),
-                      num_warps=warps, maxnreg=maxnreg)
-        n_programs = sm._persistent_programs(_prefetch_stream_kernel, args, kwargs, n_rows * n_segments,
-                                             n_segments, progs, x.device)
-        sm._launch(_prefetch_stream_kernel, (n_programs,), *args, **kwargs)
-        return y
+        return launch_tile_stream_like(_prefetch_stream_kernel, x, vectors, warps, progs, segment_bytes, UNROLL=1,
+                                       PREFETCH1=prefetch1, PREFETCH2=prefetch2,
+                                       NOINLINE=bool(noinline and noinline[0]))
     return run
 
 

@@ -13,15 +13,14 @@ against float64 on every element first, then timed like build.py --run, beside a
 import sys
 from pathlib import Path
 
-import torch
 import triton
 import triton.language as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kernels import triton_softmax as sm  # noqa: E402
 from kernels.triton_softmax import (_combine_partials, _exp_scaled, _holds_last_block, _pack,  # noqa: E402
-                                    _row_bases, _tile_edge, _vector_online)
-from probe_long_rows import forward_configs_probe, run_probes  # noqa: E402
+                                    _segment_item, _tile_edge, _vector_online)
+from probe_long_rows import forward_configs_probe, launch_tile_stream_like, run_probes  # noqa: E402
 
 
 @triton.jit
@@ -82,11 +81,8 @@ def _staged_stream_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, ou
     input_row_stride = input_row_stride // ALIGN * ALIGN
     output_row_stride = output_row_stride // ALIGN * ALIGN
     for item in range(tl.program_id(0), n_rows * n_segments, tl.num_programs(0)):
-        row = item // n_segments
-        in_base, out_base, first_col, n_blocks = _row_bases(row, input_row_stride, output_row_stride, n_cols,
-                                                            TILE_ROWS * VEC, VEC)
-        first_block = (item % n_segments) * blocks_per_segment
-        end_block = tl.minimum(first_block + blocks_per_segment, n_blocks)
+        row, in_base, out_base, first_col, n_blocks, first_block, end_block = _segment_item(
+            item, n_segments, blocks_per_segment, input_row_stride, output_row_stride, n_cols, TILE_ROWS * VEC, VEC)
         segment_max, segment_sum = _staged_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks,
                                                            first_block, end_block, TILE_ROWS, VEC, LOG2, STAGES1)
         if SEGMENTS_BLOCK == 1:
@@ -107,23 +103,8 @@ def staged_forward(config):
     vectors, warps, segment_bytes, stages1, stages2 = config
 
     def run(x):
-        y = torch.empty_like(x)
-        n_rows, n_cols = x.shape
-        align = sm._vector_align(x.element_size(), n_cols, x.stride(0), y.stride(0))
-        vec = sm._exchange_vec(x.element_size(), x, y)
-        tile_rows = 32 * warps * vectors
-        seg = sm._few_rows_segment(segment_bytes, n_rows, n_cols * x.element_size(), sm._sm_count(x.device))
-        n_segments, blocks_per_segment = sm._stream_segments(n_cols, x.element_size(), tile_rows * vec, seg, align, vec)
-        slots = torch.zeros(n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=x.device)
-        args = (y, x, slots, x.stride(0), y.stride(0), n_rows, n_cols, n_segments, blocks_per_segment,
-                sm._max_polls())
-        kwargs = dict(TILE_ROWS=tile_rows, SEGMENTS_BLOCK=sm._segments_block(n_segments), ALIGN=align, VEC=vec,
-                      LOG2=x.element_size() == 2, STAGES1=stages1, STAGES2=stages2, num_warps=warps,
-                      maxnreg=65536 // (warps * 32) // 8 * 8)
-        n_programs = sm._persistent_programs(_staged_stream_kernel, args, kwargs, n_rows * n_segments,
-                                             n_segments, 1, x.device)
-        sm._launch(_staged_stream_kernel, (n_programs,), *args, **kwargs)
-        return y
+        return launch_tile_stream_like(_staged_stream_kernel, x, vectors, warps, 1, segment_bytes,
+                                       LOG2=x.element_size() == 2, STAGES1=stages1, STAGES2=stages2)
     return run
 
 
