@@ -499,30 +499,36 @@ def _segment_item(item, n_segments, blocks_per_segment, input_row_stride, output
 @triton.jit
 def _segment_dot(output_ptr, grad_output_ptr, y_base, dy_base, first_col, n_cols, n_blocks, first_block,
                  end_block, BLOCK_SIZE: tl.constexpr, NUM_STAGES: tl.constexpr):
-    """sum(y * dy) over blocks [first_block, end_block) of one row; 0 if empty."""
-    idx = tl.arange(0, BLOCK_SIZE)
-    lane_dot = tl.zeros([BLOCK_SIZE], tl.float32)
+    """sum(y * dy) over blocks [first_block, end_block) of one row; 0 if empty. The blocks are read as
+    [vectors, V] tiles (V elements to 16 bytes) with one running sum per vector, as the forward's tile
+    kernels keep (max, sum): 2 registers a thread where a running sum per lane held 8-16."""
+    V: tl.constexpr = 128 // output_ptr.dtype.element_ty.primitive_bitwidth
+    tile = tl.arange(0, BLOCK_SIZE // V)[:, None] * V + tl.arange(0, V)[None, :]
+    vec_dot = tl.zeros([BLOCK_SIZE // V], tl.float32)
     for block in tl.range(tl.maximum(first_block, 1), tl.minimum(end_block, n_blocks - 1),
                           num_stages=NUM_STAGES):
-        offsets = block * BLOCK_SIZE + idx
+        offsets = block * BLOCK_SIZE + tile
         y = tl.load(output_ptr + y_base + offsets, eviction_policy="evict_last").to(tl.float32)
         dy = tl.load(grad_output_ptr + dy_base + offsets, eviction_policy="evict_last").to(tl.float32)
-        lane_dot += y * dy
+        vec_dot += tl.sum(y * dy, axis=1)
     if first_block == 0:
-        lane_dot += _edge_product(output_ptr, grad_output_ptr, y_base, dy_base, first_col, n_cols, 0, BLOCK_SIZE)
+        vec_dot += _edge_product(output_ptr, grad_output_ptr, y_base, dy_base, first_col, n_cols, 0, BLOCK_SIZE, V)
     if _holds_last_block(first_block, end_block, n_blocks):
-        lane_dot += _edge_product(output_ptr, grad_output_ptr, y_base, dy_base, first_col, n_cols, n_blocks - 1,
-                                  BLOCK_SIZE)
-    return tl.sum(lane_dot, axis=0)
+        vec_dot += _edge_product(output_ptr, grad_output_ptr, y_base, dy_base, first_col, n_cols, n_blocks - 1,
+                                 BLOCK_SIZE, V)
+    return tl.sum(vec_dot, axis=0)
 
 
 @triton.jit
-def _edge_product(output_ptr, grad_output_ptr, y_base, dy_base, first_col, n_cols, block, BLOCK_SIZE: tl.constexpr):
-    """y * dy over one masked edge block of a row (0 outside it)."""
-    offsets, mask = _edge_block(first_col, n_cols, block, BLOCK_SIZE)
+def _edge_product(output_ptr, grad_output_ptr, y_base, dy_base, first_col, n_cols, block, BLOCK_SIZE: tl.constexpr,
+                  V: tl.constexpr):
+    """sum(y * dy) per V-element vector of one masked edge block of a row (0 outside it)."""
+    offsets = block * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE // V)[:, None] * V + tl.arange(0, V)[None, :]
+    cols = first_col + offsets
+    mask = (cols >= 0) & (cols < n_cols)
     y = tl.load(output_ptr + y_base + offsets, mask=mask, other=0.0).to(tl.float32)
     dy = tl.load(grad_output_ptr + dy_base + offsets, mask=mask, other=0.0).to(tl.float32)
-    return y * dy
+    return tl.sum(y * dy, axis=1)
 
 
 @triton.jit

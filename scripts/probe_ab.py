@@ -5,7 +5,7 @@ HEAD:kernels/triton_softmax.py > /tmp/before.py`) beside the working tree's, and
 again with TILE_STREAM_PREFETCH = 0, then times the three dispatchers shape by shape in one process,
 each checked against float64 on every element first (the probe's 'dispatcher' line is the working tree).
 
-    AB_BEFORE=/tmp/before.py python scripts/probe_ab.py   # on a CUDA machine; $OUT/probe_ab.json
+    AB_BEFORE=/tmp/before.py python scripts/probe_ab.py [ab|backward]   # on a CUDA machine; $OUT/probe_ab.json
 """
 import importlib.util
 import os
@@ -13,9 +13,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+import torch
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kernels import triton_softmax as sm  # noqa: E402
-from probe_long_rows import forward_configs_probe, run_probes  # noqa: E402
+from kernellab.measure import softmax_grad_reference  # noqa: E402
+from probe_long_rows import (ELEMENTS, checked_and_timed, forward_configs_probe, report, row, run_probes,  # noqa: E402
+                             timed)
 
 
 def module_from_source(name: str, source: str):
@@ -49,5 +53,29 @@ def ab_probe(out: list) -> None:
     forward_configs_probe("ab", BF16_NS, variants, out, dtypes=["bfloat16"])
 
 
+BACKWARD_NS = [65536, 131072, 262144, 777777, 1048576]
+
+
+def backward_ab_probe(out: list) -> None:
+    """Working tree's backward (dispatcher line) against AB_BEFORE's, per long N and dtype."""
+    before = module_from_source("triton_softmax_before", Path(os.environ["AB_BEFORE"]).read_text())
+    for n in BACKWARD_NS:
+        for dtype in ["float16", "bfloat16", "float32"]:
+            m = ELEMENTS // n
+            x = (torch.randn(m, n, device="cuda") * 2).to(getattr(torch, dtype))
+            y = sm.softmax_forward(x)
+            dy = torch.randn_like(y)
+            moved = 3 * y.numel() * y.element_size()
+            ref, scale = softmax_grad_reference(y, dy)
+            dx = torch.empty_like(y)
+            add_ms = timed(lambda: torch.add(y, dy, out=dx))["ms"]
+            lines = [row("add", {"ms": add_ms, "p20": None, "p80": None}, moved, add_ms),
+                     row("dispatcher", timed(sm.softmax_backward, y, dy), moved, add_ms)]
+            lines += checked_and_timed([("after", sm.softmax_backward), ("before", before.softmax_backward)],
+                                       (y, dy), ref, scale, dtype, moved, add_ms)
+            report("ab-backward", m, n, dtype, lines, out)
+            torch.cuda.empty_cache()
+
+
 if __name__ == "__main__":
-    run_probes({"ab": ab_probe}, ["ab"], "probe_ab.json")
+    run_probes({"ab": ab_probe, "backward": backward_ab_probe}, sys.argv[1:] or ["ab"], "probe_ab.json")
