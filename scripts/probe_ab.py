@@ -6,6 +6,7 @@ again with TILE_STREAM_PREFETCH = 0, then times the three dispatchers shape by s
 each checked against float64 on every element first (the probe's 'dispatcher' line is the working tree).
 
     AB_BEFORE=/tmp/before.py python scripts/probe_ab.py [ab|backward]   # on a CUDA machine; $OUT/probe_ab.json
+    python scripts/probe_ab.py backward_variants                        # no AB_BEFORE needed
 """
 import importlib.util
 import os
@@ -77,5 +78,46 @@ def backward_ab_probe(out: list) -> None:
             torch.cuda.empty_cache()
 
 
+# Round 20: the backward's pass-1 loop for float32, which LLVM unrolls 4x: a sum per vector (V = 4, which
+# spilled at 1M in round 19) and/or the unrolling disabled (loop_unroll_factor=1), against the working tree.
+V_LINE = "    V: tl.constexpr = 8 if output_ptr.dtype.element_ty.primitive_bitwidth == 16 else 1\n"
+LOOP_LINE = "                          num_stages=NUM_STAGES):\n        offsets = block * BLOCK_SIZE + tile\n"
+PER_VECTOR = (V_LINE, V_LINE.replace("else 1", "else 4"))
+NOT_UNROLLED = (LOOP_LINE, LOOP_LINE.replace("num_stages=NUM_STAGES)", "num_stages=NUM_STAGES, loop_unroll_factor=1)"))
+REWRITES = {"fp32 per vector": [PER_VECTOR], "pass 1 not unrolled": [NOT_UNROLLED],
+            "fp32 per vector, not unrolled": [PER_VECTOR, NOT_UNROLLED]}
+
+
+def rewritten(name: str, rewrites: list):
+    """The working tree's module with each (old, new) text of rewrites replaced once."""
+    source = Path(sm.__file__).read_text()
+    for old, new in rewrites:
+        assert source.count(old) == 1, old
+        source = source.replace(old, new)
+    return module_from_source(name, source)
+
+
+def backward_variants_probe(out: list) -> None:
+    """The working tree's backward (dispatcher line) against REWRITES of it, per long N and dtype."""
+    variants = [("after", sm.softmax_backward)] + [(label, rewritten(f"triton_softmax_v{i}", edits).softmax_backward)
+                                                   for i, (label, edits) in enumerate(REWRITES.items())]
+    for n in [131072, 262144, 777777, 1048576]:
+        for dtype in ["float32", "float16"]:
+            m = ELEMENTS // n
+            x = (torch.randn(m, n, device="cuda") * 2).to(getattr(torch, dtype))
+            y = sm.softmax_forward(x)
+            dy = torch.randn_like(y)
+            moved = 3 * y.numel() * y.element_size()
+            ref, scale = softmax_grad_reference(y, dy)
+            dx = torch.empty_like(y)
+            add_ms = timed(lambda: torch.add(y, dy, out=dx))["ms"]
+            lines = [row("add", {"ms": add_ms, "p20": None, "p80": None}, moved, add_ms),
+                     row("dispatcher", timed(sm.softmax_backward, y, dy), moved, add_ms)]
+            lines += checked_and_timed(variants, (y, dy), ref, scale, dtype, moved, add_ms)
+            report("backward-variants", m, n, dtype, lines, out)
+            torch.cuda.empty_cache()
+
+
 if __name__ == "__main__":
-    run_probes({"ab": ab_probe, "backward": backward_ab_probe}, sys.argv[1:] or ["ab"], "probe_ab.json")
+    run_probes({"ab": ab_probe, "backward": backward_ab_probe, "backward_variants": backward_variants_probe},
+               sys.argv[1:] or ["ab"], "probe_ab.json")
