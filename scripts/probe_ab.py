@@ -14,13 +14,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kernels import triton_softmax as sm  # noqa: E402
-from kernellab.measure import softmax_grad_reference  # noqa: E402
-from probe_long_rows import (ELEMENTS, checked_and_timed, forward_configs_probe, report, row, run_probes,  # noqa: E402
-                             timed)
+from probe_long_rows import backward_configs_probe, forward_configs_probe, run_probes  # noqa: E402
 
 
 def module_from_source(name: str, source: str):
@@ -55,27 +51,14 @@ def ab_probe(out: list) -> None:
 
 
 BACKWARD_NS = [65536, 131072, 262144, 777777, 1048576]
+ALL = ["float16", "bfloat16", "float32"]
 
 
 def backward_ab_probe(out: list) -> None:
     """Working tree's backward (dispatcher line) against AB_BEFORE's, per long N and dtype."""
     before = module_from_source("triton_softmax_before", Path(os.environ["AB_BEFORE"]).read_text())
-    for n in BACKWARD_NS:
-        for dtype in ["float16", "bfloat16", "float32"]:
-            m = ELEMENTS // n
-            x = (torch.randn(m, n, device="cuda") * 2).to(getattr(torch, dtype))
-            y = sm.softmax_forward(x)
-            dy = torch.randn_like(y)
-            moved = 3 * y.numel() * y.element_size()
-            ref, scale = softmax_grad_reference(y, dy)
-            dx = torch.empty_like(y)
-            add_ms = timed(lambda: torch.add(y, dy, out=dx))["ms"]
-            lines = [row("add", {"ms": add_ms, "p20": None, "p80": None}, moved, add_ms),
-                     row("dispatcher", timed(sm.softmax_backward, y, dy), moved, add_ms)]
-            lines += checked_and_timed([("after", sm.softmax_backward), ("before", before.softmax_backward)],
-                                       (y, dy), ref, scale, dtype, moved, add_ms)
-            report("ab-backward", m, n, dtype, lines, out)
-            torch.cuda.empty_cache()
+    backward_configs_probe("ab-backward", BACKWARD_NS, [("after", sm.softmax_backward),
+                                                        ("before", before.softmax_backward)], out, ALL)
 
 
 # Round 20: the backward's pass-1 loop for float32, which LLVM unrolls 4x: a sum per vector (V = 4, which
@@ -101,21 +84,8 @@ def backward_variants_probe(out: list) -> None:
     """The working tree's backward (dispatcher line) against REWRITES of it, per long N and dtype."""
     variants = [("after", sm.softmax_backward)] + [(label, rewritten(f"triton_softmax_v{i}", edits).softmax_backward)
                                                    for i, (label, edits) in enumerate(REWRITES.items())]
-    for n in [131072, 262144, 777777, 1048576]:
-        for dtype in ["float32", "float16"]:
-            m = ELEMENTS // n
-            x = (torch.randn(m, n, device="cuda") * 2).to(getattr(torch, dtype))
-            y = sm.softmax_forward(x)
-            dy = torch.randn_like(y)
-            moved = 3 * y.numel() * y.element_size()
-            ref, scale = softmax_grad_reference(y, dy)
-            dx = torch.empty_like(y)
-            add_ms = timed(lambda: torch.add(y, dy, out=dx))["ms"]
-            lines = [row("add", {"ms": add_ms, "p20": None, "p80": None}, moved, add_ms),
-                     row("dispatcher", timed(sm.softmax_backward, y, dy), moved, add_ms)]
-            lines += checked_and_timed(variants, (y, dy), ref, scale, dtype, moved, add_ms)
-            report("backward-variants", m, n, dtype, lines, out)
-            torch.cuda.empty_cache()
+    backward_configs_probe("backward-variants", [131072, 262144, 777777, 1048576], variants, out,
+                           ["float32", "float16"])
 
 
 if __name__ == "__main__":

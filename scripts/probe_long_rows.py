@@ -220,10 +220,10 @@ def unroll_probe(out: list) -> None:
     forward_configs_probe("unroll", UNROLL_NS, [(f"tile {c}", tile_unrolled_forward(c)) for c in UNROLL_CONFIGS], out)
 
 
-def backward_probe(out: list) -> None:
-    """Dispatcher backward and the stream backward configs, per long N and dtype."""
-    for n in BACKWARD_NS:
-        for dtype in DTYPES:
+def backward_configs_probe(kind: str, ns: list, variants: list, out: list, dtypes: list = DTYPES) -> None:
+    """The 2-read-1-write ceiling, the dispatcher's backward and each (label, backward callable), per N and dtype."""
+    for n in ns:
+        for dtype in dtypes:
             m = ELEMENTS // n
             x = (torch.randn(m, n, device="cuda") * 2).to(getattr(torch, dtype))
             y = sm.softmax_forward(x)
@@ -234,10 +234,15 @@ def backward_probe(out: list) -> None:
             add_ms = timed(lambda: torch.add(y, dy, out=dx))["ms"]
             lines = [row("add", {"ms": add_ms, "p20": None, "p80": None}, moved, add_ms),
                      row("dispatcher", timed(sm.softmax_backward, y, dy), moved, add_ms)]
-            variants = [(f"stream {c}", stream_backward(c)) for c in BACKWARD_CONFIGS]
             lines += checked_and_timed(variants, (y, dy), ref, scale, dtype, moved, add_ms)
-            report("backward", m, n, dtype, lines, out)
+            report(kind, m, n, dtype, lines, out)
             torch.cuda.empty_cache()
+
+
+def backward_probe(out: list) -> None:
+    """Dispatcher backward and the stream backward configs, per long N and dtype."""
+    backward_configs_probe("backward", BACKWARD_NS, [(f"stream {c}", stream_backward(c)) for c in BACKWARD_CONFIGS],
+                           out)
 
 
 def short_probe(out: list, shapes=None) -> None:
