@@ -6,7 +6,7 @@ again with TILE_STREAM_PREFETCH = 0, then times the three dispatchers shape by s
 each checked against float64 on every element first (the probe's 'dispatcher' line is the working tree).
 
     AB_BEFORE=/tmp/before.py python scripts/probe_ab.py [ab|backward]   # on a CUDA machine; $OUT/probe_ab.json
-    python scripts/probe_ab.py backward_variants                        # no AB_BEFORE needed
+    python scripts/probe_ab.py backward_variants|line_bases             # no AB_BEFORE needed
 """
 import importlib.util
 import os
@@ -88,6 +88,21 @@ def backward_variants_probe(out: list) -> None:
                            ["float32", "float16"])
 
 
+# Round 21: row bases aligned down to 128-byte lines instead of 16-byte vectors, so that a warp's 512-byte
+# step of a row whose start is not line-aligned (odd N) touches 4 lines, not 5.
+LINE_BASES = [("    in_base = in_start // VEC * VEC\n", "    in_base = in_start // (8 * VEC) * (8 * VEC)\n")]
+
+
+def line_bases_probe(out: list) -> None:
+    """The working tree (dispatcher line) against line-aligned row bases, forward and backward."""
+    lined = rewritten("triton_softmax_lines", LINE_BASES)
+    forward_configs_probe("line-bases", [777777, 1048576], [("after", sm.softmax_forward),
+                                                             ("line bases", lined.softmax_forward)], out, ALL)
+    backward_configs_probe("line-bases-backward", [777777], [("after", sm.softmax_backward),
+                                                             ("line bases", lined.softmax_backward)], out, ALL)
+
+
 if __name__ == "__main__":
-    run_probes({"ab": ab_probe, "backward": backward_ab_probe, "backward_variants": backward_variants_probe},
+    run_probes({"ab": ab_probe, "backward": backward_ab_probe, "backward_variants": backward_variants_probe,
+                "line_bases": line_bases_probe},
                sys.argv[1:] or ["ab"], "probe_ab.json")
