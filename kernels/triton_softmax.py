@@ -21,7 +21,8 @@ Paths (see notes/kernels.md for the memory-traffic reasoning and the measurement
   tile-stream - the longest rows, or too few rows to fill the GPU: a persistent grid walks (row,
              segment) items; each segment is streamed twice in "tile" steps, the second time
              from L2, and a row's segments exchange partials as in "exchange". Pass 1 asks L2
-             for the tile one step ahead (TILE_STREAM_PREFETCH).
+             for the tile one step ahead (TILE_STREAM_PREFETCH); rows that start off a 128-byte
+             line are read from that line's start (_line_bases).
   stream   - the backward's "tile-stream": per-lane partials and software-pipelined loads.
 
 Nothing here touches a device at import time.
@@ -472,12 +473,14 @@ def _edge_block(first_col, n_cols, block, BLOCK_SIZE: tl.constexpr):
 
 
 @triton.jit
-def _row_bases(row, input_row_stride, output_row_stride, n_cols, BLOCK_SIZE: tl.constexpr, VEC: tl.constexpr):
-    """(in_base, out_base, first_col, n_blocks): blocks of a row start at its first VEC-aligned element."""
+def _row_bases(row, input_row_stride, output_row_stride, n_cols, BLOCK_SIZE: tl.constexpr, VEC: tl.constexpr,
+               LINE: tl.constexpr = False):
+    """(in_base, out_base, first_col, n_blocks): blocks of a row start at its first VEC-aligned element,
+    or with LINE at the first element of its 128-byte line (8 vectors; see _line_bases)."""
     row64 = tl.cast(row, tl.int64)
     in_start = row64 * input_row_stride
-    in_base = in_start // VEC * VEC
-    first_col = (in_base - in_start).to(tl.int32)  # in (-VEC, 0]; 0 when VEC == 1
+    in_base = in_start // (8 * VEC) * (8 * VEC) if LINE else in_start // VEC * VEC
+    first_col = (in_base - in_start).to(tl.int32)  # in (-VEC, 0], or (-8 VEC, 0] with LINE; 0 when VEC == 1
     # VEC > 1 only when both tensors share one row stride (host-checked): same layout
     out_base = in_base if VEC > 1 else row64 * output_row_stride
     return in_base, out_base, first_col, tl.cdiv(n_cols - first_col, BLOCK_SIZE)
@@ -485,12 +488,12 @@ def _row_bases(row, input_row_stride, output_row_stride, n_cols, BLOCK_SIZE: tl.
 
 @triton.jit
 def _segment_item(item, n_segments, blocks_per_segment, input_row_stride, output_row_stride, n_cols,
-                  BLOCK_SIZE: tl.constexpr, VEC: tl.constexpr):
+                  BLOCK_SIZE: tl.constexpr, VEC: tl.constexpr, LINE: tl.constexpr = False):
     """(row, in_base, out_base, first_col, n_blocks, first_block, end_block) of a (row, segment) item:
     its row's bases (see _row_bases) and its blocks [first_block, end_block) of the row's n_blocks."""
     row = item // n_segments
     in_base, out_base, first_col, n_blocks = _row_bases(row, input_row_stride, output_row_stride, n_cols,
-                                                        BLOCK_SIZE, VEC)
+                                                        BLOCK_SIZE, VEC, LINE)
     first_block = (item % n_segments) * blocks_per_segment
     return row, in_base, out_base, first_col, n_blocks, first_block, tl.minimum(first_block + blocks_per_segment,
                                                                                  n_blocks)
@@ -549,7 +552,7 @@ def _edge_grad(grad_input_ptr, output_ptr, grad_output_ptr, dx_base, y_base, dy_
 def _stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, slots_ptr, grad_input_row_stride,
                        output_row_stride, grad_output_row_stride, n_rows, n_cols, n_segments, blocks_per_segment,
                        max_polls, BLOCK_SIZE: tl.constexpr, SEGMENTS_BLOCK: tl.constexpr, ALIGN: tl.constexpr,
-                       VEC: tl.constexpr, NUM_STAGES: tl.constexpr):
+                       VEC: tl.constexpr, NUM_STAGES: tl.constexpr, LINE: tl.constexpr = False):
     """Two-HBM-pass softmax backward of long rows: y, dy streamed twice, sum(y * dy) exchanged."""
     n_cols = n_cols // ALIGN * ALIGN
     grad_input_row_stride = grad_input_row_stride // ALIGN * ALIGN
@@ -559,7 +562,7 @@ def _stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, slots_ptr, g
     for item in range(tl.program_id(0), n_rows * n_segments, tl.num_programs(0)):
         row = item // n_segments
         y_base, dx_base, first_col, n_blocks = _row_bases(row, output_row_stride, grad_input_row_stride, n_cols,
-                                                          BLOCK_SIZE, VEC)
+                                                          BLOCK_SIZE, VEC, LINE)
         # VEC > 1 only when all three tensors share one row stride (host-checked)
         dy_base = y_base if VEC > 1 else tl.cast(row, tl.int64) * grad_output_row_stride
         first_block = (item % n_segments) * blocks_per_segment
@@ -708,7 +711,7 @@ def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, 
                             n_segments, blocks_per_segment, max_polls, TILE_ROWS: tl.constexpr,
                             SEGMENTS_BLOCK: tl.constexpr, ALIGN: tl.constexpr, VEC: tl.constexpr,
                             UNROLL: tl.constexpr, LOG2: tl.constexpr = False, GUARD: tl.constexpr = False,
-                            PREFETCH: tl.constexpr = 0):
+                            PREFETCH: tl.constexpr = 0, LINE: tl.constexpr = False):
     """The stream kernel on the tile kernel's register diet: [TILE_ROWS, VEC] tiles with one running
     (max, sum) per vector, plain loads (no shared-memory stages), so many warps fit an SM."""
     n_cols = n_cols // ALIGN * ALIGN
@@ -716,7 +719,8 @@ def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, 
     output_row_stride = output_row_stride // ALIGN * ALIGN
     for item in range(tl.program_id(0), n_rows * n_segments, tl.num_programs(0)):
         row, in_base, out_base, first_col, n_blocks, first_block, end_block = _segment_item(
-            item, n_segments, blocks_per_segment, input_row_stride, output_row_stride, n_cols, TILE_ROWS * VEC, VEC)
+            item, n_segments, blocks_per_segment, input_row_stride, output_row_stride, n_cols, TILE_ROWS * VEC, VEC,
+            LINE)
         segment_max, segment_sum = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks,
                                                          first_block, end_block, TILE_ROWS, VEC, UNROLL, LOG2,
                                                          PREFETCH)
@@ -1223,9 +1227,11 @@ def _persistent_programs(kernel, args, kwargs, n_items, n_segments, programs_per
     return max(n_segments, min(n_items, grid))
 
 
-def _stream_segments(n_cols, elem_bytes, block_size, segment_bytes, align, vec):
-    """(n_segments, blocks_per_segment): a row's blocks cut into segments of about segment_bytes."""
-    max_blocks = triton.cdiv(n_cols + vec - min(vec, align), block_size)
+def _stream_segments(n_cols, elem_bytes, block_size, segment_bytes, align, vec, line=False):
+    """(n_segments, blocks_per_segment): a row's blocks cut into segments of about segment_bytes (rows
+    start up to one base alignment, vec or a 128-byte line of elements, into their first block)."""
+    base = 8 * vec if line else vec
+    max_blocks = triton.cdiv(n_cols + base - min(base, align), block_size)
     blocks_per_segment = max(1, int(min(max_blocks, segment_bytes // (block_size * elem_bytes))))
     return triton.cdiv(max_blocks, blocks_per_segment), blocks_per_segment
 
@@ -1240,6 +1246,16 @@ def _segments_block(n_segments: int) -> int:
     return 1 if n_segments == 1 else max(16, triton.next_power_of_2(n_segments))
 
 
+def _line_bases(vec: int, block_size: int, *tensors) -> bool:
+    """Whether the stream kernels align row bases to 128-byte lines: when rows of 16-byte vectors start off a
+    line, a warp's 512-byte step would touch 5 lines instead of 4 (notes/kernels.md, round 21: +4-6% at
+    777,777 columns on the H200). Rows that start on lines keep 16-byte bases, whose code is the same as
+    before. Only blocks of a line or more: the shift before a row's start must stay inside its first block,
+    the only masked one at that end."""
+    return (vec > 1 and block_size >= 8 * vec
+            and any((t.stride(0) * t.element_size()) % 128 or t.data_ptr() % 128 for t in tensors))
+
+
 def _l2_prefetch_steps(x: torch.Tensor) -> int:
     """TILE_STREAM_PREFETCH on CUDA; 0 under the interpreter or on other GPUs (the prefetch is inline PTX)."""
     return TILE_STREAM_PREFETCH if x.is_cuda and torch.version.cuda and not _interpreting() else 0
@@ -1251,16 +1267,17 @@ def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, s
     n_rows, n_cols = x.shape
     vec = _exchange_vec(x.element_size(), x, y)
     tile_rows = 32 * num_warps * vectors_per_thread
+    line = _line_bases(vec, tile_rows * vec, x, y)
     segment_bytes = _few_rows_segment(segment_bytes, n_rows, n_cols * x.element_size(),
                                       programs_per_sm * _sm_count(x.device))
     n_segments, blocks_per_segment = _stream_segments(n_cols, x.element_size(), tile_rows * vec, segment_bytes,
-                                                      align, vec)
+                                                      align, vec, line)
     slots = torch.zeros(n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=x.device)
     args = (y, x, slots, x.stride(0), y.stride(0), n_rows, n_cols, n_segments, blocks_per_segment, _max_polls())
     maxnreg = min(255, 65536 // (programs_per_sm * num_warps * 32) // 8 * 8)
     kwargs = dict(TILE_ROWS=tile_rows, SEGMENTS_BLOCK=_segments_block(n_segments), ALIGN=align, VEC=vec,
                   UNROLL=unroll, LOG2=log2, GUARD=_log2_guard(x, log2),
-                  PREFETCH=_l2_prefetch_steps(x), num_warps=num_warps, maxnreg=maxnreg)
+                  PREFETCH=_l2_prefetch_steps(x), LINE=line, num_warps=num_warps, maxnreg=maxnreg)
     n_programs = _persistent_programs(_tile_stream_fwd_kernel, args, kwargs, n_rows * n_segments, n_segments,
                                       programs_per_sm, x.device)
     _launch(_tile_stream_fwd_kernel, (n_programs,), *args, **kwargs)
@@ -1270,15 +1287,16 @@ def _backward_stream(dx, y, dy, block_size, num_warps, programs_per_sm, num_stag
     """Launch the two-HBM-pass streaming backward on a persistent grid of (row, segment) items."""
     n_rows, n_cols = y.shape
     vec = _exchange_vec(y.element_size(), dx, y, dy)
+    line = _line_bases(vec, block_size, dx, y, dy)
     segment_bytes = _few_rows_segment(segment_bytes, n_rows, n_cols * 2 * y.element_size(),
                                       programs_per_sm * _sm_count(y.device))
     n_segments, blocks_per_segment = _stream_segments(n_cols, 2 * y.element_size(), block_size, segment_bytes,
-                                                      align, vec)
+                                                      align, vec, line)
     slots = torch.zeros(n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=y.device)
     args = (dx, y, dy, slots, dx.stride(0), y.stride(0), dy.stride(0), n_rows, n_cols, n_segments,
             blocks_per_segment, _max_polls())
     kwargs = dict(BLOCK_SIZE=block_size, SEGMENTS_BLOCK=_segments_block(n_segments),
-                  ALIGN=align, VEC=vec, NUM_STAGES=num_stages, num_warps=num_warps)
+                  ALIGN=align, VEC=vec, NUM_STAGES=num_stages, LINE=line, num_warps=num_warps)
     n_programs = _persistent_programs(_stream_bwd_kernel, args, kwargs, n_rows * n_segments, n_segments,
                                       programs_per_sm, y.device)
     _launch(_stream_bwd_kernel, (n_programs,), *args, **kwargs)

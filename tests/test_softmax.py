@@ -176,10 +176,10 @@ signature = {"output_ptr": pointer, "input_ptr": pointer, "slots_ptr": "*i64", "
              "output_row_stride": "i32", "n_rows": "i32", "n_cols": "i32", "n_segments": "i32",
              "blocks_per_segment": "i32", "max_polls": "i32", "TILE_ROWS": "constexpr", "SEGMENTS_BLOCK": "constexpr",
              "ALIGN": "constexpr", "VEC": "constexpr", "UNROLL": "constexpr", "LOG2": "constexpr", "GUARD": "constexpr",
-             "PREFETCH": "constexpr"}
+             "PREFETCH": "constexpr", "LINE": "constexpr"}
 vec = 4 if sys.argv[1] == "fp32" else 8
 constexprs = dict(TILE_ROWS=2048, SEGMENTS_BLOCK=8, ALIGN=vec, VEC=vec, UNROLL=1, LOG2=vec == 8,
-                  GUARD=sys.argv[1] == "bf16", PREFETCH=sm.TILE_STREAM_PREFETCH)
+                  GUARD=sys.argv[1] == "bf16", PREFETCH=sm.TILE_STREAM_PREFETCH, LINE=True)
 kernel = triton.compile(ASTSource(fn=sm._tile_stream_fwd_kernel, signature=signature, constexprs=constexprs),
                         target=GPUTarget("cuda", 90, 32), options={"num_warps": 32, "maxnreg": 64})
 print(kernel.asm["ptx"].count("prefetch.global.L2::evict_last"), len(kernel.asm["cubin"]))
