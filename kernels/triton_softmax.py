@@ -747,26 +747,16 @@ def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, 
 
 
 @triton.jit
-def _row_mask(offsets, first_col, n_cols, LINE: tl.constexpr):
-    """offsets < n_cols; with LINE (offsets from a line-aligned base first_col before the row's start),
-    the row's columns."""
-    if LINE:
-        cols = first_col + offsets
-        return (cols >= 0) & (cols < n_cols)
-    return offsets < n_cols
-
-
-@triton.jit
 def _tile_row_stats(input_row, n_cols, n_blocks, TILE_ROWS: tl.constexpr, VEC: tl.constexpr, UNROLL: tl.constexpr,
-                    LOG2: tl.constexpr, first_col=0, LINE: tl.constexpr = False):
+                    LOG2: tl.constexpr):
     """(max, 1 / sum of exp(x - max)) of one row, read in [TILE_ROWS, VEC] steps (with LOG2 the max
-    is scaled by log2(e): see LOG2E; with LINE input_row is first_col before the row, see _row_mask)."""
+    is scaled by log2(e): see LOG2E)."""
     tile = tl.arange(0, TILE_ROWS)[:, None] * VEC + tl.arange(0, VEC)[None, :]
     vec_max = tl.full([TILE_ROWS], float("-inf"), tl.float32)
     vec_sum = tl.zeros([TILE_ROWS], tl.float32)
     for block in tl.range(0, n_blocks, loop_unroll_factor=UNROLL):
         offsets = block * (TILE_ROWS * VEC) + tile
-        x = tl.load(input_row + offsets, mask=_row_mask(offsets, first_col, n_cols, LINE), other=float("-inf"),
+        x = tl.load(input_row + offsets, mask=offsets < n_cols, other=float("-inf"),
                     eviction_policy="evict_last").to(tl.float32)
         vec_max, vec_sum = _vector_online(vec_max, vec_sum, x, LOG2)
     row_max = tl.max(vec_max, axis=0)
@@ -777,15 +767,13 @@ def _tile_row_stats(input_row, n_cols, n_blocks, TILE_ROWS: tl.constexpr, VEC: t
 
 @triton.jit
 def _tile_row_write(output_row, input_row, n_cols, n_blocks, row_max, inv_row_sum, TILE_ROWS: tl.constexpr,
-                    VEC: tl.constexpr, UNROLL: tl.constexpr, LOG2: tl.constexpr, scale=LOG2E, first_col=0,
-                    LINE: tl.constexpr = False):
+                    VEC: tl.constexpr, UNROLL: tl.constexpr, LOG2: tl.constexpr, scale=LOG2E):
     """y = exp(x - row_max) * inv_row_sum over one row, last step first (its tail is likeliest in L2);
-    with LOG2, row_max is scaled by `scale` (see LOG2E and _guard_scale); with LINE both rows start
-    first_col before the row (see _row_mask)."""
+    with LOG2, row_max is scaled by `scale` (see LOG2E and _guard_scale)."""
     tile = tl.arange(0, TILE_ROWS)[:, None] * VEC + tl.arange(0, VEC)[None, :]
     for block in tl.range(0, n_blocks, loop_unroll_factor=UNROLL):
         offsets = (n_blocks - 1 - block) * (TILE_ROWS * VEC) + tile
-        mask = _row_mask(offsets, first_col, n_cols, LINE)
+        mask = offsets < n_cols
         x = tl.load(input_row + offsets, mask=mask, other=float("-inf"),
                     eviction_policy="evict_first").to(tl.float32)
         numerator = _exp_scaled(x, row_max, scale) if LOG2 else tl.exp(x - row_max)
@@ -796,42 +784,27 @@ def _tile_row_write(output_row, input_row, n_cols, n_blocks, row_max, inv_row_su
 @triton.jit
 def _tile_online_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
                             TILE_ROWS: tl.constexpr, VEC: tl.constexpr, ALIGN: tl.constexpr,
-                            UNROLL: tl.constexpr = 1, LOG2: tl.constexpr = False, GUARD: tl.constexpr = False,
-                            LINE: tl.constexpr = False):
+                            UNROLL: tl.constexpr = 1, LOG2: tl.constexpr = False, GUARD: tl.constexpr = False):
     """Two-pass online softmax of rows program_id, program_id + num_programs, ... in steps of a
     [TILE_ROWS, VEC] tile: each thread owns whole VEC-element vectors, so the running (max, sum)
-    is one pair per vector (few registers: many warps fit an SM) and costs 1 + 1/VEC exp per element.
-    With LINE (input and output share one layout, see _line_bases) a row is read from the start of
-    its first 128-byte line."""
+    is one pair per vector (few registers: many warps fit an SM) and costs 1 + 1/VEC exp per element."""
     n_cols = n_cols // ALIGN * ALIGN
     input_row_stride = input_row_stride // ALIGN * ALIGN
     output_row_stride = output_row_stride // ALIGN * ALIGN
     n_blocks = tl.cdiv(n_cols, TILE_ROWS * VEC)
     for row_idx in range(tl.program_id(0), n_rows, tl.num_programs(0)):
         row_idx = tl.cast(row_idx, tl.int64)
-        first_col = 0
-        row_blocks = n_blocks
-        if LINE:
-            in_start = row_idx * input_row_stride
-            in_base = in_start // (8 * VEC) * (8 * VEC)
-            first_col = (in_base - in_start).to(tl.int32)  # in (-8 VEC, 0]
-            row_blocks = tl.cdiv(n_cols - first_col, TILE_ROWS * VEC)
-            input_row = input_ptr + in_base
-            output_row = output_ptr + in_base
-        else:
-            input_row = input_ptr + row_idx * input_row_stride
-            output_row = output_ptr + row_idx * output_row_stride
-        row_max, inv_row_sum = _tile_row_stats(input_row, n_cols, row_blocks, TILE_ROWS, VEC, UNROLL, LOG2, first_col,
-                                               LINE)
+        input_row = input_ptr + row_idx * input_row_stride
+        output_row = output_ptr + row_idx * output_row_stride
+        row_max, inv_row_sum = _tile_row_stats(input_row, n_cols, n_blocks, TILE_ROWS, VEC, UNROLL, LOG2)
         scale = LOG2E
         if GUARD:  # a row whose scaled max is infinite (see LOG2E) is read again, with exp(x - max)
             natural = tl.abs(row_max) == float("inf")
             if natural:
-                row_max, inv_row_sum = _tile_row_stats(input_row, n_cols, row_blocks, TILE_ROWS, VEC, UNROLL, False,
-                                                       first_col, LINE)
+                row_max, inv_row_sum = _tile_row_stats(input_row, n_cols, n_blocks, TILE_ROWS, VEC, UNROLL, False)
             scale = _guard_scale(natural)
-        _tile_row_write(output_row, input_row, n_cols, row_blocks, row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL, LOG2,
-                        scale, first_col, LINE)
+        _tile_row_write(output_row, input_row, n_cols, n_blocks, row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL, LOG2,
+                        scale)
 
 
 # Seed 003's autotuning grid. Under TRITON_INTERPRET timings mean nothing (and the autotuner's
@@ -1152,13 +1125,9 @@ def _forward_tile_online(y, x, vectors_per_thread, num_warps, programs_per_sm, a
     n_rows, n_cols = x.shape
     n_programs = min(n_rows, programs_per_sm * _sm_count(x.device))
     maxnreg = min(255, 65536 // (programs_per_sm * num_warps * 32) // 8 * 8)
-    vec, tile_rows = 16 // x.element_size(), 32 * num_warps * vectors_per_thread
-    # line bases need rows of whole vectors and the output's rows at the same offsets from their lines
-    line = (align == vec and x.stride(0) == y.stride(0) and x.data_ptr() % 128 == y.data_ptr() % 128
-            and _line_bases(_exchange_vec(x.element_size(), x, y), tile_rows * vec, x, y))
     _launch(_tile_online_fwd_kernel, (n_programs,), y, x, x.stride(0), y.stride(0), n_rows, n_cols,
-            TILE_ROWS=tile_rows, VEC=vec, ALIGN=align, UNROLL=unroll, LOG2=log2, GUARD=_log2_guard(x, log2),
-            LINE=line, num_warps=num_warps, maxnreg=maxnreg)
+            TILE_ROWS=32 * num_warps * vectors_per_thread, VEC=16 // x.element_size(), ALIGN=align,
+            UNROLL=unroll, LOG2=log2, GUARD=_log2_guard(x, log2), num_warps=num_warps, maxnreg=maxnreg)
 
 
 def _exchange_grid(n_items, n_chunks, num_warps, programs_per_sm, device):

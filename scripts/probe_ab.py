@@ -5,7 +5,7 @@ HEAD:kernels/triton_softmax.py > /tmp/before.py`) beside the working tree's, and
 again with TILE_STREAM_PREFETCH = 0, then times the three dispatchers shape by shape in one process,
 each checked against float64 on every element first (the probe's 'dispatcher' line is the working tree).
 
-    AB_BEFORE=/tmp/before.py python scripts/probe_ab.py [ab|backward|tile_lines]   # on a CUDA machine; $OUT/probe_ab.json
+    AB_BEFORE=/tmp/before.py python scripts/probe_ab.py [ab|backward]   # on a CUDA machine; $OUT/probe_ab.json
     python scripts/probe_ab.py backward_variants|line_bases             # no AB_BEFORE needed
 """
 import importlib.util
@@ -102,15 +102,7 @@ def line_bases_probe(out: list) -> None:
                                                              ("line bases", lined.softmax_backward)], out, ALL)
 
 
-def tile_lines_probe(out: list) -> None:
-    """Round 22: the working tree (tile kernel with line bases) against AB_BEFORE, on the tile kernel's
-    sweep widths (8,200 and 100,000 start off lines in 2-byte types; 24,000 and 65,536 are controls)."""
-    before = module_from_source("triton_softmax_before", Path(os.environ["AB_BEFORE"]).read_text())
-    forward_configs_probe("tile-lines", [8200, 100000, 24000, 65536], [("after", sm.softmax_forward),
-                                                                        ("before", before.softmax_forward)], out, ALL)
-
-
 if __name__ == "__main__":
     run_probes({"ab": ab_probe, "backward": backward_ab_probe, "backward_variants": backward_variants_probe,
-                "line_bases": line_bases_probe, "tile_lines": tile_lines_probe},
+                "line_bases": line_bases_probe},
                sys.argv[1:] or ["ab"], "probe_ab.json")

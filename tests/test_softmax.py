@@ -390,32 +390,6 @@ def test_tile_kernel(view, dtype):
     assert_softmax(y, x)
 
 
-def line_aligned(shape, dtype):
-    """An empty contiguous tensor whose storage starts on a 128-byte line (CPU allocations may not)."""
-    count, elem = math.prod(shape), torch.empty(0, dtype=dtype).element_size()
-    storage = torch.empty(count + 128 // elem, dtype=dtype, device=DEVICE)
-    skip = (-storage.data_ptr() % 128) // elem
-    return storage[skip:skip + count].view(shape)
-
-
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_tile_kernel_reads_rows_from_their_lines(dtype, monkeypatch):
-    # Rows of 1,008 bytes (whole vectors, off 128-byte lines): each is read from its first line, and the
-    # shift (up to 112 bytes) takes row 1 into a third step of 512 bytes (fp16: 256 columns) a row.
-    launches = []
-    launch = sm._launch
-    monkeypatch.setattr(sm, "_launch", lambda kernel, grid, *args, **kwargs: launches.append(kwargs)
-                        or launch(kernel, grid, *args, **kwargs))
-    n_cols = 1008 // torch.empty(0, dtype=dtype).element_size()
-    x = line_aligned((5, n_cols), dtype)
-    x.copy_(make_input((5, n_cols), dtype))
-    x[1, ::3] = float("-inf")
-    y = line_aligned((5, n_cols), dtype).fill_(1234.5)
-    sm._forward_tile_online(y, x, 1, 1, 2, sm._vector_align(x.element_size(), n_cols, x.stride(0), y.stride(0)))
-    assert launches[-1]["LINE"]
-    assert_softmax(y, x)
-
-
 # ---------------------------------------------------------------------------------------------
 # Named variants
 # ---------------------------------------------------------------------------------------------
