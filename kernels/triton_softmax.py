@@ -1247,13 +1247,13 @@ def _segments_block(n_segments: int) -> int:
 
 
 def _line_bases(vec: int, block_size: int, *tensors) -> bool:
-    """Whether the stream kernels align row bases to 128-byte lines: when rows of 16-byte vectors start off a
-    line, a warp's 512-byte step would touch 5 lines instead of 4 (notes/kernels.md, round 21: +4-6% at
-    777,777 columns on the H200). Rows that start on lines keep 16-byte bases, whose code is the same as
-    before. Only blocks of a line or more: the shift before a row's start must stay inside its first block,
-    the only masked one at that end."""
-    return (vec > 1 and block_size >= 8 * vec
-            and any((t.stride(0) * t.element_size()) % 128 or t.data_ptr() % 128 for t in tensors))
+    """Whether the stream kernels align row bases to 128-byte lines: when a row stride is not a whole number
+    of lines, rows start off them, and a warp's 512-byte step would touch 5 lines instead of 4
+    (notes/kernels.md, round 21: +4-6% at 777,777 columns on the H200). Bases are offsets from the tensor's
+    start, which the CUDA caching allocator puts on a line. Rows whose stride is whole lines keep 16-byte
+    bases, whose code is the same as before. Only blocks of a line or more: the shift before a row's start
+    must stay inside its first block, the only masked one at that end."""
+    return vec > 1 and block_size >= 8 * vec and any((t.stride(0) * t.element_size()) % 128 for t in tensors)
 
 
 def _l2_prefetch_steps(x: torch.Tensor) -> int:
