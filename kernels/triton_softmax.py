@@ -530,9 +530,7 @@ def _segment_dot(output_ptr, grad_output_ptr, y_base, dy_base, first_col, n_cols
 def _edge_product(output_ptr, grad_output_ptr, y_base, dy_base, first_col, n_cols, block, BLOCK_SIZE: tl.constexpr,
                   V: tl.constexpr):
     """sum(y * dy) per V-element vector of one masked edge block of a row (0 outside it)."""
-    offsets = block * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE // V)[:, None] * V + tl.arange(0, V)[None, :]
-    cols = first_col + offsets
-    mask = (cols >= 0) & (cols < n_cols)
+    offsets, mask = _tile_edge(first_col, n_cols, block, BLOCK_SIZE // V, V)
     y = tl.load(output_ptr + y_base + offsets, mask=mask, other=0.0).to(tl.float32)
     dy = tl.load(grad_output_ptr + dy_base + offsets, mask=mask, other=0.0).to(tl.float32)
     return tl.sum(y * dy, axis=1)
@@ -560,13 +558,11 @@ def _stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, slots_ptr, g
     grad_output_row_stride = grad_output_row_stride // ALIGN * ALIGN
     idx = tl.arange(0, BLOCK_SIZE)
     for item in range(tl.program_id(0), n_rows * n_segments, tl.num_programs(0)):
-        row = item // n_segments
-        y_base, dx_base, first_col, n_blocks = _row_bases(row, output_row_stride, grad_input_row_stride, n_cols,
-                                                          BLOCK_SIZE, VEC, LINE)
+        row, y_base, dx_base, first_col, n_blocks, first_block, end_block = _segment_item(
+            item, n_segments, blocks_per_segment, output_row_stride, grad_input_row_stride, n_cols, BLOCK_SIZE, VEC,
+            LINE)
         # VEC > 1 only when all three tensors share one row stride (host-checked)
         dy_base = y_base if VEC > 1 else tl.cast(row, tl.int64) * grad_output_row_stride
-        first_block = (item % n_segments) * blocks_per_segment
-        end_block = tl.minimum(first_block + blocks_per_segment, n_blocks)
         row_dot = _segment_dot(output_ptr, grad_output_ptr, y_base, dy_base, first_col, n_cols, n_blocks,
                                first_block, end_block, BLOCK_SIZE, NUM_STAGES)
         if SEGMENTS_BLOCK > 1:
