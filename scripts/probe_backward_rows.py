@@ -1,0 +1,94 @@
+"""Probe: the backward's whole-rows kernel, with y and dy kept in their 2-byte type across the row's
+reduction (notes/kernels.md, round 24), and its warp counts, against the dispatcher.
+
+Exploration, not evidence. The product's rows backward widens y and dy to float32 once and keeps them: a
+32-warp program at 32,768 2-byte columns then needs 64 float32 values a thread and spills. The packed
+kernel here widens them for the dot product and again, by a different operation the compiler cannot merge
+with the first, for dx. Every variant is checked against float64 on every element, then timed beside the
+dispatcher and a 2-read-1-write add (probe_long_rows.backward_configs_probe).
+
+    python scripts/probe_backward_rows.py [rows]   # on a CUDA machine; $OUT/probe_backward_rows.json
+"""
+import sys
+from pathlib import Path
+
+import torch
+import triton
+import triton.language as tl
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from kernels import triton_softmax as sm  # noqa: E402
+from probe_long_rows import backward_configs_probe, run_probes  # noqa: E402
+
+
+@triton.jit
+def _widen_again(v):
+    """v as float32, by an operation the compiler cannot merge with an earlier v.to(tl.float32)."""
+    if v.dtype == tl.bfloat16:
+        return (v.to(tl.uint16, bitcast=True).to(tl.uint32) << 16).to(tl.float32, bitcast=True)
+    elif v.dtype == tl.float16:
+        return tl.inline_asm_elementwise("cvt.f32.f16 $0, $1;", "=r,h", [v], dtype=tl.float32, is_pure=True, pack=1)
+    else:
+        return v.to(tl.float32)
+
+
+@triton.jit
+def _rows_bwd_packed_kernel(grad_input_ptr, output_ptr, grad_output_ptr, grad_input_row_stride,
+                            output_row_stride, grad_output_row_stride, n_rows, n_cols,
+                            ROWS_PER_PROGRAM: tl.constexpr, BLOCK_SIZE: tl.constexpr, ALIGN: tl.constexpr):
+    """The product's _rows_bwd_kernel, with y and dy held in their own type across the reduction."""
+    n_cols = n_cols // ALIGN * ALIGN
+    grad_input_row_stride = grad_input_row_stride // ALIGN * ALIGN
+    output_row_stride = output_row_stride // ALIGN * ALIGN
+    grad_output_row_stride = grad_output_row_stride // ALIGN * ALIGN
+    rows64, cols, mask = sm._program_rows(n_rows, n_cols, ROWS_PER_PROGRAM, BLOCK_SIZE)
+    y = tl.load(output_ptr + rows64 * output_row_stride + cols, mask=mask, other=0.0)
+    dy = tl.load(grad_output_ptr + rows64 * grad_output_row_stride + cols, mask=mask, other=0.0)
+    dot = tl.sum(y.to(tl.float32) * dy.to(tl.float32), axis=1)[:, None]
+    dx = _widen_again(y) * (_widen_again(dy) - dot)
+    tl.store(grad_input_ptr + rows64 * grad_input_row_stride + cols, dx.to(grad_input_ptr.dtype.element_ty),
+             mask=mask)
+
+
+def rows_backward(rows_per_program: int, warps: int, packed: bool):
+    """A backward callable: the product's rows kernel or the packed one, at this tile."""
+    kernel = _rows_bwd_packed_kernel if packed else sm._rows_bwd_kernel
+
+    def run(y, dy):
+        dx = torch.empty_like(y)
+        n_rows, n_cols = y.shape
+        align = sm._vector_align(y.element_size(), n_cols, dx.stride(0), y.stride(0), dy.stride(0))
+        sm._launch(kernel, (triton.cdiv(n_rows, rows_per_program),), dx, y, dy, dx.stride(0), y.stride(0),
+                   dy.stride(0), n_rows, n_cols, ROWS_PER_PROGRAM=rows_per_program,
+                   BLOCK_SIZE=triton.next_power_of_2(n_cols), ALIGN=align, num_warps=warps)
+        return dx
+    return run
+
+
+NS = [12800, 16384, 24000, 32768]
+TILES = [(1, 8), (1, 16), (1, 32), (2, 32)]  # (rows per program, warps)
+MAX_LANES_PER_THREAD = 64  # of each tensor: 128 float32 values a thread is past any register budget
+
+
+def variants(n: int, dtype: str) -> list:
+    """(label, backward) for each tile of TILES that fits, product kernel and (2-byte types) packed."""
+    lanes = triton.next_power_of_2(n)
+    out = []
+    for rows, warps in TILES:
+        if rows * lanes // (32 * warps) > MAX_LANES_PER_THREAD:
+            continue
+        out.append((f"rows {rows}x{warps}w", rows_backward(rows, warps, False)))
+        if dtype != "float32":
+            out.append((f"packed {rows}x{warps}w", rows_backward(rows, warps, True)))
+    return out
+
+
+def rows_probe(out: list) -> None:
+    """Product and packed rows backward at each tile, per N and dtype."""
+    for n in NS:
+        for dtype in ["float16", "bfloat16", "float32"]:
+            backward_configs_probe("backward-rows", [n], variants(n, dtype), out, [dtype])
+
+
+if __name__ == "__main__":
+    run_probes({"rows": rows_probe}, sys.argv[1:] or ["rows"], "probe_backward_rows.json")
