@@ -65,8 +65,9 @@ def rows_backward(rows_per_program: int, warps: int, packed: bool):
     return run
 
 
-NS = [12800, 16384, 24000, 32768]
-TILES = [(1, 8), (1, 16), (1, 32), (2, 32)]  # (rows per program, warps)
+NS = [1024, 4096, 8192, 12800, 16384, 24000, 32768]
+# (rows per program, warps): the table's tiles for 1,024-8,192 (2x4, 1x4, 1x8, 1x16) and wider ones
+TILES = [(2, 4), (1, 4), (1, 8), (1, 16), (1, 32), (2, 32)]
 MAX_LANES_PER_THREAD = 64  # of each tensor: 128 float32 values a thread is past any register budget
 
 
