@@ -7,7 +7,7 @@ kernel here widens them for the dot product and again, by a different operation 
 with the first, for dx. Every variant is checked against float64 on every element, then timed beside the
 dispatcher and a 2-read-1-write add (probe_long_rows.backward_configs_probe).
 
-    python scripts/probe_backward_rows.py [rows]   # on a CUDA machine; $OUT/probe_backward_rows.json
+    python scripts/probe_backward_rows.py [rows|rest]   # on a CUDA machine; $OUT/probe_backward_rows.json
 """
 import sys
 from pathlib import Path
@@ -84,12 +84,18 @@ def variants(n: int, dtype: str) -> list:
     return out
 
 
-def rows_probe(out: list) -> None:
+def rows_probe(out: list, ns=NS, dtypes=("float16", "bfloat16", "float32")) -> None:
     """Product and packed rows backward at each tile, per N and dtype."""
-    for n in NS:
-        for dtype in ["float16", "bfloat16", "float32"]:
+    for n in ns:
+        for dtype in dtypes:
             backward_configs_probe("backward-rows", [n], variants(n, dtype), out, [dtype])
 
 
+def rest_probe(out: list) -> None:
+    """The rows the first H200 probe left out: short ones, and float32 between 16,384 and 32,768 columns."""
+    rows_probe(out, [1024, 4096, 8192])
+    rows_probe(out, [20000, 28000], ["float32"])
+
+
 if __name__ == "__main__":
-    run_probes({"rows": rows_probe}, sys.argv[1:] or ["rows"], "probe_backward_rows.json")
+    run_probes({"rows": rows_probe, "rest": rest_probe}, sys.argv[1:] or ["rows"], "probe_backward_rows.json")
