@@ -336,20 +336,44 @@ def _exchange_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, out
 
 
 @triton.jit
+def _widen_kept(v, PTX: tl.constexpr):
+    """v as float32, by an operation the compiler cannot merge with an earlier v.to(tl.float32).
+
+    A kernel that needs a 2-byte tensor in float32 on both sides of a reduction can then keep it in its own
+    type across the reduction (half the registers) and widen it twice, where one merged widening would keep
+    the float32 copy live instead. bfloat16: its bits shifted into a float32's high half (exact). float16:
+    cvt.f32.f16 in inline PTX (exact; CUDA only, so PTX is False under the interpreter, where the plain
+    widening serves). float32: v itself.
+    """
+    if v.dtype == tl.bfloat16:
+        return (v.to(tl.uint16, bitcast=True).to(tl.uint32) << 16).to(tl.float32, bitcast=True)
+    elif v.dtype == tl.float16 and PTX:
+        return tl.inline_asm_elementwise("cvt.f32.f16 $0, $1;", "=r,h", [v], dtype=tl.float32, is_pure=True,
+                                         pack=1)
+    else:
+        return v.to(tl.float32)
+
+
+@triton.jit
 def _rows_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, grad_input_row_stride,
                      output_row_stride, grad_output_row_stride, n_rows, n_cols,
-                     ROWS_PER_PROGRAM: tl.constexpr, BLOCK_SIZE: tl.constexpr, ALIGN: tl.constexpr):
-    """dx = y * (dy - sum(y * dy)) for ROWS_PER_PROGRAM whole rows in registers."""
+                     ROWS_PER_PROGRAM: tl.constexpr, BLOCK_SIZE: tl.constexpr, ALIGN: tl.constexpr,
+                     PTX: tl.constexpr = False):
+    """dx = y * (dy - sum(y * dy)) for ROWS_PER_PROGRAM whole rows in registers.
+
+    y and dy stay in their own type across the row's sum and are widened again for dx (_widen_kept): held
+    in float32, a 32-warp program spilled at 32,768 2-byte columns, and a 16-warp one at 16,384 needed 80
+    registers, one program an SM (notes/kernels.md, round 24).
+    """
     n_cols = n_cols // ALIGN * ALIGN
     grad_input_row_stride = grad_input_row_stride // ALIGN * ALIGN
     output_row_stride = output_row_stride // ALIGN * ALIGN
     grad_output_row_stride = grad_output_row_stride // ALIGN * ALIGN
     rows64, cols, mask = _program_rows(n_rows, n_cols, ROWS_PER_PROGRAM, BLOCK_SIZE)
-    y = tl.load(output_ptr + rows64 * output_row_stride + cols, mask=mask,
-                other=0.0).to(tl.float32)
-    dy = tl.load(grad_output_ptr + rows64 * grad_output_row_stride + cols, mask=mask,
-                 other=0.0).to(tl.float32)
-    dx = y * (dy - tl.sum(y * dy, axis=1)[:, None])
+    y = tl.load(output_ptr + rows64 * output_row_stride + cols, mask=mask, other=0.0)
+    dy = tl.load(grad_output_ptr + rows64 * grad_output_row_stride + cols, mask=mask, other=0.0)
+    dot = tl.sum(y.to(tl.float32) * dy.to(tl.float32), axis=1)[:, None]
+    dx = _widen_kept(y, PTX) * (_widen_kept(dy, PTX) - dot)
     tl.store(grad_input_ptr + rows64 * grad_input_row_stride + cols,
              dx.to(grad_input_ptr.dtype.element_ty), mask=mask)
 
@@ -899,12 +923,21 @@ class Plan(NamedTuple):
 #   the H200 (fp32 1M: -1.7%), and +3% / +13% for fp32 131072 over "exchange". With too few rows
 #   the segments shrink so that every program has one (_few_rows_segment). Unrolled twice, this
 #   kernel spills at its 64 registers and loses 3% at fp32 131072-262144 (notes/kernels.md, round 6).
-# Backward: rows to 16384 (2-byte: 32768); "online" for fp32 to 32768; "stream" beyond, as
+# Backward: rows to 16384 (2-byte: 32768, fp32 with >= 2 rows per SM: 24,577-32,768 too); "online" for
+# fp32 16,385-24,576; "stream" beyond, as
 # the forward's tile-stream: 32 KB blocks of each tensor (one or two 16-byte vectors a thread),
 # 32 warps, 1 program per SM, plain loads (1 stage), 256 KB segments. On the H200 probe
 # (notes/probes/2026-11-22-h200-backward-stream.json) that beat the pipelined configs (2-8 KB
 # blocks, 4-8 warps, 3-4 stages) by 1-3% (2-byte) and 14-22% (fp32) from 65536 to 262144, 5-10%
 # at 777777-1M 2-byte, and tied at fp32 1M (-0.7%).
+# Backward rows of 8,193-32,768 columns, with y and dy kept in their 2-byte type across the row's sum
+# (_rows_bwd_kernel, notes/kernels.md round 24; notes/probes/2026-11-22-h{100,200}-backward-rows.json):
+# 2-byte 8,193-16,384 on 16 warps (64 registers, two programs an SM) instead of 32: at 12,800 +15% on
+# the H200 (4,224 against 3,682 GB/s, 99% of the 3-tensor ceiling) and +1% on the H100; at 16,384 +5% /
+# 0%. 2-byte 16,385-32,768 keep 32 warps, now without spills: +8-30% (H200) and +3-8% (H100) at 24,000
+# and 32,768. fp32 24,577-32,768 on rows of 16 warps (128 registers; spills 14, still the fastest): at
+# 28,000 +15% and at 32,768 +9% over "online" on the H200, +2% at 32,768 on the H100; at 20,000 and
+# 24,000 (27% padding) "online" stays ahead by 0.6-5%. Below 8,192 keeping y and dy 2-byte is within 1%.
 SOFTMAX_PLANS = (
     #     op          max_cols  min_rows bytes path      rows  block  warps  progs stages segment unroll
     Plan("forward",        64,        0,  0, "rows",      64,     0,     4,    0),
@@ -935,9 +968,11 @@ SOFTMAX_PLANS = (
     Plan("backward",     2048,        0,  0, "rows",       1,     0,     4,    0),
     Plan("backward",     4096,        0,  0, "rows",       1,     0,     8,    0),
     Plan("backward",     8192,        0,  0, "rows",       1,     0,    16,    0),
-    Plan("backward",    16384,        0,  0, "rows",       1,     0,    32,    0),
+    Plan("backward",    16384,        0,  2, "rows",       1,     0,    16,    0),
+    Plan("backward",    16384,        0,  4, "rows",       1,     0,    32,    0),
     Plan("backward",    32768,        0,  2, "rows",       1,     0,    32,    0),
-    Plan("backward",    32768,        2,  4, "online",     0,  8192,    32,    1),
+    Plan("backward",    24576,        2,  4, "online",     0,  8192,    32,    1),
+    Plan("backward",    32768,        2,  4, "rows",       1,     0,    16,    0),
     Plan("backward",  math.inf,        0,  4, "stream",     0,  8192,    32,    1,    1, 262144),
     Plan("backward",  math.inf,        0,  2, "stream",     0, 16384,    32,    1,    1, 262144),
 )
@@ -1168,7 +1203,7 @@ def _backward_rows(dx, y, dy, rows_per_program, num_warps, align):
     n_rows, n_cols = y.shape
     _launch(_rows_bwd_kernel, (triton.cdiv(n_rows, rows_per_program),), dx, y, dy, dx.stride(0),
             y.stride(0), dy.stride(0), n_rows, n_cols, ROWS_PER_PROGRAM=rows_per_program,
-            BLOCK_SIZE=triton.next_power_of_2(n_cols), ALIGN=align, num_warps=num_warps)
+            BLOCK_SIZE=triton.next_power_of_2(n_cols), ALIGN=align, PTX=_inline_ptx(y), num_warps=num_warps)
 
 
 def _backward_online(dx, y, dy, block_size, num_warps, n_programs, align):
@@ -1252,9 +1287,14 @@ def _line_bases(vec: int, block_size: int, *tensors) -> bool:
     return vec > 1 and block_size >= 8 * vec and any((t.stride(0) * t.element_size()) % 128 for t in tensors)
 
 
+def _inline_ptx(x: torch.Tensor) -> bool:
+    """Whether kernels on x may run inline PTX: CUDA tensors, not under the interpreter, not on other GPUs."""
+    return bool(x.is_cuda and torch.version.cuda and not _interpreting())
+
+
 def _l2_prefetch_steps(x: torch.Tensor) -> int:
-    """TILE_STREAM_PREFETCH on CUDA; 0 under the interpreter or on other GPUs (the prefetch is inline PTX)."""
-    return TILE_STREAM_PREFETCH if x.is_cuda and torch.version.cuda and not _interpreting() else 0
+    """TILE_STREAM_PREFETCH where inline PTX runs (the prefetch is inline PTX), else 0."""
+    return TILE_STREAM_PREFETCH if _inline_ptx(x) else 0
 
 
 def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, segment_bytes, align, unroll=1,

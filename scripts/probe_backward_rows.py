@@ -1,11 +1,12 @@
-"""Probe: the backward's whole-rows kernel, with y and dy kept in their 2-byte type across the row's
-reduction (notes/kernels.md, round 24), and its warp counts, against the dispatcher.
+"""Probe: the backward's whole-rows kernel with y and dy kept in their 2-byte type across the row's
+reduction (the product's _rows_bwd_kernel since round 24, notes/kernels.md) against the same kernel holding
+them in float32 (before round 24), at several tiles, against the dispatcher.
 
-Exploration, not evidence. The product's rows backward widens y and dy to float32 once and keeps them: a
-32-warp program at 32,768 2-byte columns then needs 64 float32 values a thread and spills. The packed
-kernel here widens them for the dot product and again, by a different operation the compiler cannot merge
-with the first, for dx. Every variant is checked against float64 on every element, then timed beside the
-dispatcher and a 2-read-1-write add (probe_long_rows.backward_configs_probe).
+Exploration, not evidence. Held in float32, a 32-warp program at 32,768 2-byte columns needs 64 float32
+values a thread and spills; the product widens y and dy for the dot product and again, by an operation the
+compiler cannot merge with the first (_widen_kept), for dx. Every variant is checked against float64 on
+every element, then timed beside the dispatcher and a 2-read-1-write add (backward_configs_probe).
+Labels: "packed" is the product's kernel, "rows" the float32-holding one.
 
     python scripts/probe_backward_rows.py [rows|rest]   # on a CUDA machine; $OUT/probe_backward_rows.json
 """
@@ -22,45 +23,36 @@ from probe_long_rows import backward_configs_probe, run_probes  # noqa: E402
 
 
 @triton.jit
-def _widen_again(v):
-    """v as float32, by an operation the compiler cannot merge with an earlier v.to(tl.float32)."""
-    if v.dtype == tl.bfloat16:
-        return (v.to(tl.uint16, bitcast=True).to(tl.uint32) << 16).to(tl.float32, bitcast=True)
-    elif v.dtype == tl.float16:
-        return tl.inline_asm_elementwise("cvt.f32.f16 $0, $1;", "=r,h", [v], dtype=tl.float32, is_pure=True, pack=1)
-    else:
-        return v.to(tl.float32)
-
-
-@triton.jit
-def _rows_bwd_packed_kernel(grad_input_ptr, output_ptr, grad_output_ptr, grad_input_row_stride,
-                            output_row_stride, grad_output_row_stride, n_rows, n_cols,
-                            ROWS_PER_PROGRAM: tl.constexpr, BLOCK_SIZE: tl.constexpr, ALIGN: tl.constexpr):
-    """The product's _rows_bwd_kernel, with y and dy held in their own type across the reduction."""
+def _rows_bwd_float32_kernel(grad_input_ptr, output_ptr, grad_output_ptr, grad_input_row_stride,
+                             output_row_stride, grad_output_row_stride, n_rows, n_cols,
+                             ROWS_PER_PROGRAM: tl.constexpr, BLOCK_SIZE: tl.constexpr, ALIGN: tl.constexpr):
+    """_rows_bwd_kernel before round 24: y and dy widened once and held in float32."""
     n_cols = n_cols // ALIGN * ALIGN
     grad_input_row_stride = grad_input_row_stride // ALIGN * ALIGN
     output_row_stride = output_row_stride // ALIGN * ALIGN
     grad_output_row_stride = grad_output_row_stride // ALIGN * ALIGN
     rows64, cols, mask = sm._program_rows(n_rows, n_cols, ROWS_PER_PROGRAM, BLOCK_SIZE)
-    y = tl.load(output_ptr + rows64 * output_row_stride + cols, mask=mask, other=0.0)
-    dy = tl.load(grad_output_ptr + rows64 * grad_output_row_stride + cols, mask=mask, other=0.0)
-    dot = tl.sum(y.to(tl.float32) * dy.to(tl.float32), axis=1)[:, None]
-    dx = _widen_again(y) * (_widen_again(dy) - dot)
+    y = tl.load(output_ptr + rows64 * output_row_stride + cols, mask=mask, other=0.0).to(tl.float32)
+    dy = tl.load(grad_output_ptr + rows64 * grad_output_row_stride + cols, mask=mask, other=0.0).to(tl.float32)
+    dx = y * (dy - tl.sum(y * dy, axis=1)[:, None])
     tl.store(grad_input_ptr + rows64 * grad_input_row_stride + cols, dx.to(grad_input_ptr.dtype.element_ty),
              mask=mask)
 
 
 def rows_backward(rows_per_program: int, warps: int, packed: bool):
-    """A backward callable: the product's rows kernel or the packed one, at this tile."""
-    kernel = _rows_bwd_packed_kernel if packed else sm._rows_bwd_kernel
-
+    """A backward callable: the product's rows kernel (packed) or the float32-holding one, at this tile."""
     def run(y, dy):
         dx = torch.empty_like(y)
         n_rows, n_cols = y.shape
         align = sm._vector_align(y.element_size(), n_cols, dx.stride(0), y.stride(0), dy.stride(0))
-        sm._launch(kernel, (triton.cdiv(n_rows, rows_per_program),), dx, y, dy, dx.stride(0), y.stride(0),
-                   dy.stride(0), n_rows, n_cols, ROWS_PER_PROGRAM=rows_per_program,
-                   BLOCK_SIZE=triton.next_power_of_2(n_cols), ALIGN=align, num_warps=warps)
+        args = (dx, y, dy, dx.stride(0), y.stride(0), dy.stride(0), n_rows, n_cols)
+        kwargs = dict(ROWS_PER_PROGRAM=rows_per_program, BLOCK_SIZE=triton.next_power_of_2(n_cols), ALIGN=align,
+                      num_warps=warps)
+        if packed:
+            sm._launch(sm._rows_bwd_kernel, (triton.cdiv(n_rows, rows_per_program),), *args,
+                       PTX=sm._inline_ptx(y), **kwargs)
+        else:
+            sm._launch(_rows_bwd_float32_kernel, (triton.cdiv(n_rows, rows_per_program),), *args, **kwargs)
         return dx
     return run
 

@@ -198,6 +198,35 @@ def test_tile_stream_prefetch_compiles_for_hopper(dtype):
     assert prefetches >= 1 and cubin_bytes > 0
 
 
+ROWS_BACKWARD_COMPILE = """
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+import kernels.triton_softmax as sm
+signature = {"grad_input_ptr": "*fp16", "output_ptr": "*fp16", "grad_output_ptr": "*fp16", "grad_input_row_stride": "i32",
+             "output_row_stride": "i32", "grad_output_row_stride": "i32", "n_rows": "i32", "n_cols": "i32",
+             "ROWS_PER_PROGRAM": "constexpr", "BLOCK_SIZE": "constexpr", "ALIGN": "constexpr", "PTX": "constexpr"}
+for ptx in (False, True):
+    constexprs = dict(ROWS_PER_PROGRAM=1, BLOCK_SIZE=4096, ALIGN=8, PTX=ptx)
+    kernel = triton.compile(ASTSource(fn=sm._rows_bwd_kernel, signature=signature, constexprs=constexprs),
+                            target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
+    print(kernel.asm["ptx"].count("cvt.f32.f16"), len(kernel.asm["cubin"]))
+"""
+
+
+def test_backward_rows_widen_float16_twice_on_hopper():
+    """The float16 backward rows kernel widens y and dy a second time by inline PTX (_widen_kept), which
+    the interpreter cannot run: compiled for sm_90 through ptxas, it holds more widenings than with one
+    merged widening (PTX False), so the compiler did not merge them."""
+    assert not sm._inline_ptx(torch.ones(1))  # off for CPU tensors
+    env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", ROWS_BACKWARD_COMPILE], env=env, capture_output=True, text=True,
+                          timeout=600, cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (merged, merged_cubin), (twice, twice_cubin) = [map(int, line.split()) for line in done.stdout.split("\n")[-3:-1]]
+    assert twice > merged > 0 and merged_cubin > 0 and twice_cubin > 0
+
+
 @pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # the interpreter's numpy, by design
 @pytest.mark.parametrize("plan,n_rows,n_cols,dtype", plan_cases("forward", torch.bfloat16))
 def test_bfloat16_rows_beyond_the_scaled_range_come_out_exact(plan, n_rows, n_cols, dtype):
