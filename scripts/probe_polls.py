@@ -1,0 +1,84 @@
+"""Probe: how long the backward's long-row segments wait for their siblings (notes/kernels.md, after round 25).
+
+Exploration, not evidence. A copy of kernels/triton_softmax.py whose stream backward counts, per (row,
+segment) item, the re-reads of its row's slots before every sibling had published (one L2 round trip each),
+and stores the count in a second half of the slots tensor. Prints the mean, median, p90 and max per case,
+and the dispatcher's own time for the same call beside the counted one (the count adds a store per item).
+
+    python scripts/probe_polls.py   # on a CUDA machine; $OUT/probe_polls.json
+"""
+import json
+import os
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from kernels import triton_softmax as sm  # noqa: E402
+from probe_ab import rewritten  # noqa: E402
+from probe_long_rows import timed  # noqa: E402
+
+COUNTED_AWAIT = '''
+
+@triton.jit
+def _await_row_counted(slots_ptr, row, n_chunks, max_polls, CHUNKS_BLOCK: tl.constexpr):
+    """_await_row, and how many re-reads it took."""
+    siblings = tl.arange(0, CHUNKS_BLOCK)
+    ptrs = slots_ptr + row * n_chunks + siblings
+    in_row = siblings < n_chunks
+    packed = tl.load(ptrs, mask=in_row, other=-1, volatile=True)
+    n_missing = tl.sum((packed == 0).to(tl.int32), axis=0)
+    polls = 0
+    while (n_missing > 0) & (polls < max_polls):
+        packed = tl.load(ptrs, mask=in_row, other=-1, volatile=True)
+        n_missing = tl.sum((packed == 0).to(tl.int32), axis=0)
+        polls += 1
+    return packed, n_missing, in_row, polls
+
+
+@triton.jit
+def _combine_partials('''
+EDITS = [
+    ("\n\n@triton.jit\ndef _combine_partials(", COUNTED_AWAIT),
+    ("            packed, n_missing, in_row = _await_row(slots_ptr, row, n_segments, max_polls, SEGMENTS_BLOCK)\n",
+     "            packed, n_missing, in_row, polls = _await_row_counted(slots_ptr, row, n_segments, max_polls,\n"
+     "                                                                  SEGMENTS_BLOCK)\n"
+     "            tl.store(slots_ptr + n_rows * n_segments + item, polls.to(tl.int64))\n"),
+    ("    slots = torch.zeros(n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=y.device)\n",
+     "    global last_slots\n"
+     "    slots = torch.zeros(2 * n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=y.device)\n"
+     "    last_slots = slots\n"),
+]
+CASES = [(1024, 131072), (128, 1048576)]
+
+
+def main() -> None:
+    """Polls per item and times, per case and dtype."""
+    counted = rewritten("triton_softmax_polls", EDITS)
+    out = []
+    for rows, cols in CASES:
+        for dtype in (torch.float32, torch.float16):
+            y = sm.softmax_forward(torch.randn(rows, cols, device="cuda").to(dtype))
+            dy = torch.randn_like(y)
+            ms_product = timed(sm.softmax_backward, y, dy)["ms"]
+            ms_counted = timed(counted.softmax_backward, y, dy)["ms"]
+            counted.softmax_backward(y, dy)
+            torch.cuda.synchronize()
+            slots = counted.last_slots
+            polls = slots[slots.numel() // 2:].float()
+            q = torch.quantile(polls, torch.tensor([0.5, 0.9], device=polls.device)).tolist()
+            line = {"rows": rows, "cols": cols, "dtype": str(dtype), "items": polls.numel(),
+                    "n_segments": polls.numel() // rows, "polls_mean": polls.mean().item(), "polls_median": q[0],
+                    "polls_p90": q[1], "polls_max": polls.max().item(),
+                    "share_waiting": (polls > 0).float().mean().item(), "ms_product": ms_product,
+                    "ms_counted": ms_counted}
+            out.append(line)
+            print(json.dumps(line), flush=True)
+    if os.environ.get("OUT"):
+        Path(os.environ["OUT"], "probe_polls.json").write_text(json.dumps(
+            {"device": torch.cuda.get_device_name(), "results": out}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
