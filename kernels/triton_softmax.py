@@ -259,8 +259,9 @@ def _store_chunk(ptr, offsets, cols, n_cols, interior, values):
 
 
 @triton.jit
-def _await_row(slots_ptr, row, n_chunks, max_polls, CHUNKS_BLOCK: tl.constexpr):
-    """The row's n_chunks slots, re-read until none is 0 or max_polls re-reads are spent."""
+def _await_row(slots_ptr, row, n_chunks, max_polls, CHUNKS_BLOCK: tl.constexpr, SLEEP_NS: tl.constexpr = 0):
+    """The row's n_chunks slots, re-read until none is 0 or max_polls re-reads are spent; SLEEP_NS > 0
+    (CUDA only, inline PTX): a nanosleep before each re-read (see POLL_SLEEP_NS)."""
     siblings = tl.arange(0, CHUNKS_BLOCK)
     ptrs = slots_ptr + row * n_chunks + siblings
     in_row = siblings < n_chunks
@@ -268,6 +269,9 @@ def _await_row(slots_ptr, row, n_chunks, max_polls, CHUNKS_BLOCK: tl.constexpr):
     n_missing = tl.sum((packed == 0).to(tl.int32), axis=0)
     polls = 0
     while (n_missing > 0) & (polls < max_polls):
+        if SLEEP_NS > 0:
+            tl.inline_asm_elementwise("nanosleep.u32 $1;\n\tmov.u32 $0, 0;", "=r,r", [polls * 0 + SLEEP_NS],
+                                      dtype=tl.int32, is_pure=False, pack=1)
         packed = tl.load(ptrs, mask=in_row, other=-1, volatile=True)
         n_missing = tl.sum((packed == 0).to(tl.int32), axis=0)
         polls += 1
@@ -574,7 +578,8 @@ def _edge_grad(grad_input_ptr, output_ptr, grad_output_ptr, dx_base, y_base, dy_
 def _stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, slots_ptr, grad_input_row_stride,
                        output_row_stride, grad_output_row_stride, n_rows, n_cols, n_segments, blocks_per_segment,
                        max_polls, BLOCK_SIZE: tl.constexpr, SEGMENTS_BLOCK: tl.constexpr, ALIGN: tl.constexpr,
-                       VEC: tl.constexpr, NUM_STAGES: tl.constexpr, LINE: tl.constexpr = False):
+                       VEC: tl.constexpr, NUM_STAGES: tl.constexpr, LINE: tl.constexpr = False,
+                       POLL_SLEEP: tl.constexpr = 0):
     """Two-HBM-pass softmax backward of long rows: y, dy streamed twice, sum(y * dy) exchanged."""
     n_cols = n_cols // ALIGN * ALIGN
     grad_input_row_stride = grad_input_row_stride // ALIGN * ALIGN
@@ -592,7 +597,7 @@ def _stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, slots_ptr, g
         if SEGMENTS_BLOCK > 1:
             # the upper word 1.0 makes the slot non-zero whatever the dot
             tl.atomic_xchg(slots_ptr + item, _pack(tl.full((), 1.0, tl.float32), row_dot), sem="relaxed")
-            packed, n_missing, in_row = _await_row(slots_ptr, row, n_segments, max_polls, SEGMENTS_BLOCK)
+            packed, n_missing, in_row = _await_row(slots_ptr, row, n_segments, max_polls, SEGMENTS_BLOCK, POLL_SLEEP)
             if n_missing > 0:
                 # siblings not running: compute and publish their dots from y and dy
                 for sibling in range(0, n_segments):
@@ -707,11 +712,11 @@ def _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_c
 @triton.jit
 def _row_partials(input_ptr, slots_ptr, in_base, first_col, n_cols, n_blocks, row, n_segments, blocks_per_segment,
                   max_polls, SEGMENTS_BLOCK: tl.constexpr, TILE_ROWS: tl.constexpr, VEC: tl.constexpr,
-                  UNROLL: tl.constexpr, LOG2: tl.constexpr = False):
+                  UNROLL: tl.constexpr, LOG2: tl.constexpr = False, SLEEP_NS: tl.constexpr = 0):
     """(packed (max, sum) partials, in-row mask) of a row's segments, as their programs publish them;
     any still missing after max_polls re-reads is computed here from the input and published, so that
     later siblings find it (see _await_row)."""
-    packed, n_missing, in_row = _await_row(slots_ptr, row, n_segments, max_polls, SEGMENTS_BLOCK)
+    packed, n_missing, in_row = _await_row(slots_ptr, row, n_segments, max_polls, SEGMENTS_BLOCK, SLEEP_NS)
     if n_missing > 0:
         for sibling in range(0, n_segments):
             slot = slots_ptr + row * n_segments + sibling
@@ -731,7 +736,7 @@ def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, 
                             n_segments, blocks_per_segment, max_polls, TILE_ROWS: tl.constexpr,
                             SEGMENTS_BLOCK: tl.constexpr, ALIGN: tl.constexpr, VEC: tl.constexpr,
                             UNROLL: tl.constexpr, LOG2: tl.constexpr = False, GUARD: tl.constexpr = False,
-                            PREFETCH: tl.constexpr = 0, LINE: tl.constexpr = False):
+                            PREFETCH: tl.constexpr = 0, LINE: tl.constexpr = False, POLL_SLEEP: tl.constexpr = 0):
     """The stream kernel on the tile kernel's register diet: [TILE_ROWS, VEC] tiles with one running
     (max, sum) per vector, plain loads (no shared-memory stages), so many warps fit an SM."""
     n_cols = n_cols // ALIGN * ALIGN
@@ -752,7 +757,7 @@ def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, 
             tl.atomic_xchg(slots_ptr + item, _pack(segment_max, segment_sum), sem="relaxed")
             packed, in_row = _row_partials(input_ptr, slots_ptr, in_base, first_col, n_cols, n_blocks, row,
                                            n_segments, blocks_per_segment, max_polls, SEGMENTS_BLOCK, TILE_ROWS, VEC,
-                                           UNROLL, LOG2)
+                                           UNROLL, LOG2, POLL_SLEEP)
             row_max, inv_row_sum = _combine_partials(packed, in_row, LOG2)
         scale = LOG2E
         if GUARD:  # a row whose scaled max is infinite (see LOG2E): its statistics again, from every segment
@@ -983,6 +988,13 @@ SOFTMAX_PLANS = (
 # pass 2 lost 5-15% (notes/kernels.md, round 16). Inline PTX: CUDA only (_l2_prefetch_steps); a test
 # compiles it for sm_90 offline, since the interpreter cannot run it.
 TILE_STREAM_PREFETCH = 1
+# A segment waiting for its row's other segments sleeps this long before each re-read of their slots, when
+# a row has POLL_SLEEP_MIN_SEGMENTS segments or more: then every warp of 16-32 programs re-reads the same
+# 128-256 bytes while siblings write them. At 1M columns on the H200, 500 ns was +4.0% for the fp32 backward
+# (32 segments), +2.4% for fp16 (16) and the fp32 forward (16), +0.9% for the fp16 forward (8); at 131,072
+# (2-4 segments) it lost 1-2% (notes/kernels.md, round 26). nanosleep is inline PTX: CUDA only.
+POLL_SLEEP_NS = 500
+POLL_SLEEP_MIN_SEGMENTS = 16
 # Exchange programs re-read their row's slots up to this many times (~0.5 us each, an L2 round
 # trip) before computing missing partials from the input. Co-resident siblings publish within
 # a few microseconds, so this only runs out when they are not running.
@@ -1292,6 +1304,11 @@ def _inline_ptx(x: torch.Tensor) -> bool:
     return bool(x.is_cuda and torch.version.cuda and not _interpreting())
 
 
+def _poll_sleep_ns(x: torch.Tensor, n_segments: int) -> int:
+    """POLL_SLEEP_NS for rows of POLL_SLEEP_MIN_SEGMENTS segments or more where inline PTX runs, else 0."""
+    return POLL_SLEEP_NS if n_segments >= POLL_SLEEP_MIN_SEGMENTS and _inline_ptx(x) else 0
+
+
 def _l2_prefetch_steps(x: torch.Tensor) -> int:
     """TILE_STREAM_PREFETCH where inline PTX runs (the prefetch is inline PTX), else 0."""
     return TILE_STREAM_PREFETCH if _inline_ptx(x) else 0
@@ -1313,7 +1330,8 @@ def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, s
     maxnreg = min(255, 65536 // (programs_per_sm * num_warps * 32) // 8 * 8)
     kwargs = dict(TILE_ROWS=tile_rows, SEGMENTS_BLOCK=_segments_block(n_segments), ALIGN=align, VEC=vec,
                   UNROLL=unroll, LOG2=log2, GUARD=_log2_guard(x, log2),
-                  PREFETCH=_l2_prefetch_steps(x), LINE=line, num_warps=num_warps, maxnreg=maxnreg)
+                  PREFETCH=_l2_prefetch_steps(x), LINE=line, POLL_SLEEP=_poll_sleep_ns(x, n_segments),
+                  num_warps=num_warps, maxnreg=maxnreg)
     n_programs = _persistent_programs(_tile_stream_fwd_kernel, args, kwargs, n_rows * n_segments, n_segments,
                                       programs_per_sm, x.device)
     _launch(_tile_stream_fwd_kernel, (n_programs,), *args, **kwargs)
@@ -1332,7 +1350,8 @@ def _backward_stream(dx, y, dy, block_size, num_warps, programs_per_sm, num_stag
     args = (dx, y, dy, slots, dx.stride(0), y.stride(0), dy.stride(0), n_rows, n_cols, n_segments,
             blocks_per_segment, _max_polls())
     kwargs = dict(BLOCK_SIZE=block_size, SEGMENTS_BLOCK=_segments_block(n_segments),
-                  ALIGN=align, VEC=vec, NUM_STAGES=num_stages, LINE=line, num_warps=num_warps)
+                  ALIGN=align, VEC=vec, NUM_STAGES=num_stages, LINE=line, POLL_SLEEP=_poll_sleep_ns(y, n_segments),
+                  num_warps=num_warps)
     n_programs = _persistent_programs(_stream_bwd_kernel, args, kwargs, n_rows * n_segments, n_segments,
                                       programs_per_sm, y.device)
     _launch(_stream_bwd_kernel, (n_programs,), *args, **kwargs)
