@@ -6,6 +6,7 @@ siblings of a row (all 32 warps of each) re-read the same 256 bytes of slots whi
 at 131,072 four siblings do. Copies of kernels/triton_softmax.py whose _await_row sleeps between re-reads
 (nanosleep, inline PTX), so fewer re-reads meet in L2. Each variant is checked on every element, then timed
 beside the dispatcher (backward_configs_probe; the forward tile-stream polls the same way, so also timed).
+Since round 26 the dispatcher line itself sleeps 500 ns on rows of 16 segments or more.
 
     python scripts/probe_backoff.py   # on a CUDA machine; $OUT/probe_backoff.json
 """
@@ -25,7 +26,8 @@ def sleeping(ns: int):
     """The module with a nanosleep of ns before each re-read of the slots."""
     sleep = (f'        tl.inline_asm_elementwise("nanosleep.u32 {ns};\\n\\tmov.u32 $0, 0;", "=r,r", [polls], '
              f'dtype=tl.int32, is_pure=False, pack=1)\n')
-    return rewritten(f"triton_softmax_sleep{ns}", [(POLL, sleep + POLL)])
+    # the product's own sleep (round 26, rows of 16 segments or more) off, so that only this one acts
+    return rewritten(f"triton_softmax_sleep{ns}", [(POLL, sleep + POLL), ("POLL_SLEEP_NS = 500\n", "POLL_SLEEP_NS = 0\n")])
 
 
 def backoff_probe(out: list) -> None:

@@ -19,32 +19,22 @@ from kernels import triton_softmax as sm  # noqa: E402
 from probe_ab import rewritten  # noqa: E402
 from probe_long_rows import timed  # noqa: E402
 
-COUNTED_AWAIT = '''
 
-@triton.jit
-def _await_row_counted(slots_ptr, row, n_chunks, max_polls, CHUNKS_BLOCK: tl.constexpr):
-    """_await_row, and how many re-reads it took."""
-    siblings = tl.arange(0, CHUNKS_BLOCK)
-    ptrs = slots_ptr + row * n_chunks + siblings
-    in_row = siblings < n_chunks
-    packed = tl.load(ptrs, mask=in_row, other=-1, volatile=True)
-    n_missing = tl.sum((packed == 0).to(tl.int32), axis=0)
-    polls = 0
-    while (n_missing > 0) & (polls < max_polls):
-        packed = tl.load(ptrs, mask=in_row, other=-1, volatile=True)
-        n_missing = tl.sum((packed == 0).to(tl.int32), axis=0)
-        polls += 1
-    return packed, n_missing, in_row, polls
+def counted_await_source() -> str:
+    """The product's _await_row as _await_row_counted, which also returns how many re-reads it took."""
+    source = Path(sm.__file__).read_text()
+    body = source[source.index("@triton.jit\ndef _await_row("):source.index("@triton.jit\ndef _combine_partials")]
+    assert body.count("    return packed, n_missing, in_row\n") == 1
+    return body.replace("def _await_row(", "def _await_row_counted(").replace(
+        "    return packed, n_missing, in_row\n", "    return packed, n_missing, in_row, polls\n")
 
 
-@triton.jit
-def _combine_partials('''
+AWAIT_CALL = ("            packed, n_missing, in_row = _await_row(slots_ptr, row, n_segments, max_polls, SEGMENTS_BLOCK, "
+              "POLL_SLEEP)\n")
 EDITS = [
-    ("\n\n@triton.jit\ndef _combine_partials(", COUNTED_AWAIT),
-    ("            packed, n_missing, in_row = _await_row(slots_ptr, row, n_segments, max_polls, SEGMENTS_BLOCK)\n",
-     "            packed, n_missing, in_row, polls = _await_row_counted(slots_ptr, row, n_segments, max_polls,\n"
-     "                                                                  SEGMENTS_BLOCK)\n"
-     "            tl.store(slots_ptr + n_rows * n_segments + item, polls.to(tl.int64))\n"),
+    ("@triton.jit\ndef _combine_partials(", counted_await_source() + "@triton.jit\ndef _combine_partials("),
+    (AWAIT_CALL, AWAIT_CALL.replace("in_row = _await_row(", "in_row, polls = _await_row_counted(")
+     + "            tl.store(slots_ptr + n_rows * n_segments + item, polls.to(tl.int64))\n"),
     ("    slots = torch.zeros(n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=y.device)\n",
      "    global last_slots\n"
      "    slots = torch.zeros(2 * n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=y.device)\n"
