@@ -992,7 +992,8 @@ TILE_STREAM_PREFETCH = 1
 # a row has POLL_SLEEP_MIN_SEGMENTS segments or more: then every warp of 16-32 programs re-reads the same
 # 128-256 bytes while siblings write them. At 1M columns on the H200, 500 ns was +4.0% for the fp32 backward
 # (32 segments), +2.4% for fp16 (16) and the fp32 forward (16), +0.9% for the fp16 forward (8); at 131,072
-# (2-4 segments) it lost 1-2% (notes/kernels.md, round 26). nanosleep is inline PTX: CUDA only.
+# (2-4 segments) it lost 1-2% (notes/kernels.md, round 26). The sweeps then measured fp32 1M +1.0-1.3 points
+# on both GPUs, forward and backward, and the rest unchanged. nanosleep is inline PTX: CUDA only.
 POLL_SLEEP_NS = 500
 POLL_SLEEP_MIN_SEGMENTS = 16
 # Exchange programs re-read their row's slots up to this many times (~0.5 us each, an L2 round
