@@ -8,8 +8,6 @@ the registers allow on one SM.
 
     python scripts/probe_facts.py   # on a CUDA machine; $OUT/probe_facts.json
 """
-import json
-import os
 import sys
 from pathlib import Path
 
@@ -19,6 +17,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from kernels import triton_softmax as sm  # noqa: E402
+sys.path.insert(0, str(ROOT / "scripts"))
+from probe_long_rows import save_results  # noqa: E402
 
 REGISTERS_PER_SM = 65536
 THREADS_PER_SM = 2048
@@ -52,9 +52,7 @@ def main() -> None:
                           f"{fact['programs_by_registers']} prog/SM  shared {fact['shared_bytes']}", flush=True)
                 del x
                 torch.cuda.empty_cache()
-    if os.environ.get("OUT"):
-        Path(os.environ["OUT"], "probe_facts.json").write_text(json.dumps(
-            {"device": torch.cuda.get_device_name(), "facts": out}, indent=1))
+    save_results("probe_facts.json", out, "facts")
 
 
 if __name__ == "__main__":

@@ -397,6 +397,13 @@ PROBES = {"forward": tile_stream_probe, "tile": tile_probe, "unroll": unroll_pro
           "band_tile": band_tile_probe, "bands": bands_probe}
 
 
+def save_results(out_name: str, results: list, key: str = "results") -> None:
+    """Write {"device": ..., key: results} as JSON to $OUT/out_name, when OUT is set."""
+    if os.environ.get("OUT"):
+        Path(os.environ["OUT"], out_name).write_text(json.dumps(
+            {"device": torch.cuda.get_device_name(), key: results}, indent=1, default=str))
+
+
 def run_probes(probes: dict, which: list, out_name: str) -> None:
     """Run the named probes in order, printing as they go, and save their lines as $OUT/out_name."""
     warm_up_gpu()
@@ -405,9 +412,7 @@ def run_probes(probes: dict, which: list, out_name: str) -> None:
     for name in which:
         probes[name](out)
         print(f"-- {name} done at {time.time() - start:.0f} s", flush=True)
-    if os.environ.get("OUT"):
-        Path(os.environ["OUT"], out_name).write_text(json.dumps(
-            {"device": torch.cuda.get_device_name(), "results": out}, indent=1, default=str))
+    save_results(out_name, out)
 
 
 def main() -> None:

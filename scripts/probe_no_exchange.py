@@ -10,7 +10,6 @@ on CUDA-graph replays with L2 flushed (probe_long_rows.timed).
     python scripts/probe_no_exchange.py   # on a CUDA machine; $OUT/probe_no_exchange.json
 """
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kernels import triton_softmax as sm  # noqa: E402
 from probe_ab import rewritten  # noqa: E402
-from probe_long_rows import ELEMENTS, timed, warm_up_gpu  # noqa: E402
+from probe_long_rows import ELEMENTS, save_results, timed, warm_up_gpu  # noqa: E402
 
 EDITS = [("        if SEGMENTS_BLOCK > 1:\n", "        if SEGMENTS_BLOCK < 0:  # probe: no exchange\n"),
          ("        if SEGMENTS_BLOCK == 1:\n", "        if SEGMENTS_BLOCK > 0:  # probe: no exchange\n")]
@@ -48,9 +47,7 @@ def main() -> None:
             out.append(line)
             print(json.dumps({k: round(v) if isinstance(v, float) else v for k, v in line.items()}), flush=True)
             torch.cuda.empty_cache()
-    if os.environ.get("OUT"):
-        Path(os.environ["OUT"], "probe_no_exchange.json").write_text(json.dumps(
-            {"device": torch.cuda.get_device_name(), "results": out}, indent=1))
+    save_results("probe_no_exchange.json", out)
 
 
 if __name__ == "__main__":

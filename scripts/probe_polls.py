@@ -8,7 +8,6 @@ and the dispatcher's own time for the same call beside the counted one (the coun
     python scripts/probe_polls.py   # on a CUDA machine; $OUT/probe_polls.json
 """
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kernels import triton_softmax as sm  # noqa: E402
 from probe_ab import rewritten  # noqa: E402
-from probe_long_rows import timed  # noqa: E402
+from probe_long_rows import save_results, timed  # noqa: E402
 
 
 def counted_await_source() -> str:
@@ -65,9 +64,7 @@ def main() -> None:
                     "ms_counted": ms_counted}
             out.append(line)
             print(json.dumps(line), flush=True)
-    if os.environ.get("OUT"):
-        Path(os.environ["OUT"], "probe_polls.json").write_text(json.dumps(
-            {"device": torch.cuda.get_device_name(), "results": out}, indent=1))
+    save_results("probe_polls.json", out)
 
 
 if __name__ == "__main__":
