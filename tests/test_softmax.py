@@ -187,16 +187,21 @@ print(ptx.count("prefetch.global.L2::evict_last"), ptx.count("nanosleep.u32"), l
 """
 
 
+def compiled_for_hopper(script: str, *args: str) -> str:
+    """stdout of script (one that compiles kernels for sm_90 through ptxas) run outside the interpreter."""
+    env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True, text=True,
+                          timeout=600, cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
 @pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
 def test_tile_stream_prefetch_compiles_for_hopper(dtype):
     """tile-stream's prefetch and poll-sleep PTX go through ptxas for sm_90 (GPU paths the interpreter skips)."""
     assert sm.TILE_STREAM_PREFETCH > 0 and sm._l2_prefetch_steps(torch.ones(1)) == 0  # off for CPU tensors
     assert sm.POLL_SLEEP_NS > 0 and sm._poll_sleep_ns(torch.ones(1), sm.POLL_SLEEP_MIN_SEGMENTS) == 0
-    env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-c", HOPPER_COMPILE, dtype], env=env, capture_output=True, text=True,
-                          timeout=600, cwd=Path(__file__).resolve().parent.parent)
-    assert done.returncode == 0, done.stderr[-2000:]
-    prefetches, sleeps, cubin_bytes = map(int, done.stdout.split()[-3:])
+    prefetches, sleeps, cubin_bytes = map(int, compiled_for_hopper(HOPPER_COMPILE, dtype).split()[-3:])
     assert prefetches >= 1 and sleeps >= 1 and cubin_bytes > 0
 
 
@@ -221,11 +226,8 @@ def test_backward_rows_widen_float16_twice_on_hopper():
     the interpreter cannot run: compiled for sm_90 through ptxas, it holds more widenings than with one
     merged widening (PTX False), so the compiler did not merge them."""
     assert not sm._inline_ptx(torch.ones(1))  # off for CPU tensors
-    env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-c", ROWS_BACKWARD_COMPILE], env=env, capture_output=True, text=True,
-                          timeout=600, cwd=Path(__file__).resolve().parent.parent)
-    assert done.returncode == 0, done.stderr[-2000:]
-    (merged, merged_cubin), (twice, twice_cubin) = [map(int, line.split()) for line in done.stdout.split("\n")[-3:-1]]
+    stdout = compiled_for_hopper(ROWS_BACKWARD_COMPILE)
+    (merged, merged_cubin), (twice, twice_cubin) = [map(int, line.split()) for line in stdout.split("\n")[-3:-1]]
     assert twice > merged > 0 and merged_cubin > 0 and twice_cubin > 0
 
 
