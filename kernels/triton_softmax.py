@@ -575,95 +575,56 @@ def _edge_grad(grad_input_ptr, output_ptr, grad_output_ptr, dx_base, y_base, dy_
 
 
 @triton.jit
-def _stream_bwd_row_dot(output_ptr, grad_output_ptr, slots_ptr, item, y_base, dy_base, first_col, n_cols, n_blocks,
-                        n_segments, blocks_per_segment, max_polls, BLOCK_SIZE: tl.constexpr,
-                        SEGMENTS_BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr, POLL_SLEEP: tl.constexpr = 0):
-    """sum(y * dy) of item's row from its segments' published dots; any still missing after max_polls
-    re-reads is computed here from y and dy and published, so that later siblings find it."""
-    row = item // n_segments
-    packed, n_missing, in_row = _await_row(slots_ptr, row, n_segments, max_polls, SEGMENTS_BLOCK, POLL_SLEEP)
-    if n_missing > 0:
-        # siblings not running: compute and publish their dots from y and dy
-        for sibling in range(0, n_segments):
-            slot = slots_ptr + row * n_segments + sibling
-            if tl.load(slot, volatile=True) == 0:
-                s_first = sibling * blocks_per_segment
-                s_dot = _segment_dot(output_ptr, grad_output_ptr, y_base, dy_base, first_col, n_cols,
-                                     n_blocks, s_first, tl.minimum(s_first + blocks_per_segment, n_blocks),
-                                     BLOCK_SIZE, NUM_STAGES)
-                tl.atomic_xchg(slot, _pack(tl.full((), 1.0, tl.float32), s_dot), sem="relaxed")
-        packed = tl.load(slots_ptr + row * n_segments + tl.arange(0, SEGMENTS_BLOCK), mask=in_row,
-                         other=-1, volatile=True)
-    return tl.sum(tl.where(in_row, _unpack(packed)[1], 0.0), axis=0)
-
-
-@triton.jit
-def _stream_bwd_write(grad_input_ptr, output_ptr, grad_output_ptr, dx_base, y_base, dy_base, first_col, n_cols,
-                      n_blocks, first_block, end_block, row_dot, BLOCK_SIZE: tl.constexpr,
-                      NUM_STAGES: tl.constexpr):
-    """dx = y * (dy - row_dot) over blocks [first_block, end_block) of one row, interior last to first."""
-    idx = tl.arange(0, BLOCK_SIZE)
-    lo = tl.maximum(first_block, 1)
-    hi = tl.minimum(end_block, n_blocks - 1)
-    # backwards, so the blocks read last in pass 1 are re-read first, from L2
-    for k in tl.range(0, hi - lo, num_stages=NUM_STAGES):
-        offsets = (hi - 1 - k) * BLOCK_SIZE + idx
-        y = tl.load(output_ptr + y_base + offsets, eviction_policy="evict_first").to(tl.float32)
-        dy = tl.load(grad_output_ptr + dy_base + offsets, eviction_policy="evict_first").to(tl.float32)
-        tl.store(grad_input_ptr + dx_base + offsets, (y * (dy - row_dot)).to(grad_input_ptr.dtype.element_ty))
-    if first_block == 0:
-        _edge_grad(grad_input_ptr, output_ptr, grad_output_ptr, dx_base, y_base, dy_base, first_col, n_cols, 0,
-                   row_dot, BLOCK_SIZE)
-    if _holds_last_block(first_block, end_block, n_blocks):
-        _edge_grad(grad_input_ptr, output_ptr, grad_output_ptr, dx_base, y_base, dy_base, first_col, n_cols,
-                   n_blocks - 1, row_dot, BLOCK_SIZE)
-
-
-@triton.jit
 def _stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, slots_ptr, grad_input_row_stride,
                        output_row_stride, grad_output_row_stride, n_rows, n_cols, n_segments, blocks_per_segment,
                        max_polls, BLOCK_SIZE: tl.constexpr, SEGMENTS_BLOCK: tl.constexpr, ALIGN: tl.constexpr,
                        VEC: tl.constexpr, NUM_STAGES: tl.constexpr, LINE: tl.constexpr = False,
-                       POLL_SLEEP: tl.constexpr = 0, LAG: tl.constexpr = 0):
-    """Two-HBM-pass softmax backward of long rows: y, dy streamed twice, sum(y * dy) exchanged. LAG = 1
-    (rows of several segments): a program finishes each item after the next one's first pass (see
-    STREAM_LAG)."""
+                       POLL_SLEEP: tl.constexpr = 0):
+    """Two-HBM-pass softmax backward of long rows: y, dy streamed twice, sum(y * dy) exchanged."""
     n_cols = n_cols // ALIGN * ALIGN
     grad_input_row_stride = grad_input_row_stride // ALIGN * ALIGN
     output_row_stride = output_row_stride // ALIGN * ALIGN
     grad_output_row_stride = grad_output_row_stride // ALIGN * ALIGN
-    n_items = n_rows * n_segments
-    for step in range(tl.program_id(0), n_items + LAG * tl.num_programs(0), tl.num_programs(0)):
-        if step < n_items:
-            row, y_base, dx_base, first_col, n_blocks, first_block, end_block = _segment_item(
-                step, n_segments, blocks_per_segment, output_row_stride, grad_input_row_stride, n_cols, BLOCK_SIZE,
-                VEC, LINE)
-            # VEC > 1 only when all three tensors share one row stride (host-checked)
-            dy_base = y_base if VEC > 1 else tl.cast(row, tl.int64) * grad_output_row_stride
-            row_dot = _segment_dot(output_ptr, grad_output_ptr, y_base, dy_base, first_col, n_cols, n_blocks,
-                                   first_block, end_block, BLOCK_SIZE, NUM_STAGES)
-            if SEGMENTS_BLOCK > 1:
-                # the upper word 1.0 makes the slot non-zero whatever the dot
-                tl.atomic_xchg(slots_ptr + step, _pack(tl.full((), 1.0, tl.float32), row_dot), sem="relaxed")
-                if LAG == 0:
-                    row_dot = _stream_bwd_row_dot(output_ptr, grad_output_ptr, slots_ptr, step, y_base, dy_base,
-                                                  first_col, n_cols, n_blocks, n_segments, blocks_per_segment,
-                                                  max_polls, BLOCK_SIZE, SEGMENTS_BLOCK, NUM_STAGES, POLL_SLEEP)
-            if LAG == 0:
-                _stream_bwd_write(grad_input_ptr, output_ptr, grad_output_ptr, dx_base, y_base, dy_base, first_col,
-                                  n_cols, n_blocks, first_block, end_block, row_dot, BLOCK_SIZE, NUM_STAGES)
-        if LAG > 0:
-            if step >= tl.num_programs(0):
-                item = step - tl.num_programs(0)
-                row, y_base, dx_base, first_col, n_blocks, first_block, end_block = _segment_item(
-                    item, n_segments, blocks_per_segment, output_row_stride, grad_input_row_stride, n_cols,
-                    BLOCK_SIZE, VEC, LINE)
-                dy_base = y_base if VEC > 1 else tl.cast(row, tl.int64) * grad_output_row_stride
-                row_dot = _stream_bwd_row_dot(output_ptr, grad_output_ptr, slots_ptr, item, y_base, dy_base,
-                                              first_col, n_cols, n_blocks, n_segments, blocks_per_segment, max_polls,
-                                              BLOCK_SIZE, SEGMENTS_BLOCK, NUM_STAGES, POLL_SLEEP)
-                _stream_bwd_write(grad_input_ptr, output_ptr, grad_output_ptr, dx_base, y_base, dy_base, first_col,
-                                  n_cols, n_blocks, first_block, end_block, row_dot, BLOCK_SIZE, NUM_STAGES)
+    idx = tl.arange(0, BLOCK_SIZE)
+    for item in range(tl.program_id(0), n_rows * n_segments, tl.num_programs(0)):
+        row, y_base, dx_base, first_col, n_blocks, first_block, end_block = _segment_item(
+            item, n_segments, blocks_per_segment, output_row_stride, grad_input_row_stride, n_cols, BLOCK_SIZE, VEC,
+            LINE)
+        # VEC > 1 only when all three tensors share one row stride (host-checked)
+        dy_base = y_base if VEC > 1 else tl.cast(row, tl.int64) * grad_output_row_stride
+        row_dot = _segment_dot(output_ptr, grad_output_ptr, y_base, dy_base, first_col, n_cols, n_blocks,
+                               first_block, end_block, BLOCK_SIZE, NUM_STAGES)
+        if SEGMENTS_BLOCK > 1:
+            # the upper word 1.0 makes the slot non-zero whatever the dot
+            tl.atomic_xchg(slots_ptr + item, _pack(tl.full((), 1.0, tl.float32), row_dot), sem="relaxed")
+            packed, n_missing, in_row = _await_row(slots_ptr, row, n_segments, max_polls, SEGMENTS_BLOCK, POLL_SLEEP)
+            if n_missing > 0:
+                # siblings not running: compute and publish their dots from y and dy
+                for sibling in range(0, n_segments):
+                    slot = slots_ptr + row * n_segments + sibling
+                    if tl.load(slot, volatile=True) == 0:
+                        s_first = sibling * blocks_per_segment
+                        s_dot = _segment_dot(output_ptr, grad_output_ptr, y_base, dy_base, first_col, n_cols,
+                                             n_blocks, s_first, tl.minimum(s_first + blocks_per_segment, n_blocks),
+                                             BLOCK_SIZE, NUM_STAGES)
+                        tl.atomic_xchg(slot, _pack(tl.full((), 1.0, tl.float32), s_dot), sem="relaxed")
+                packed = tl.load(slots_ptr + row * n_segments + tl.arange(0, SEGMENTS_BLOCK), mask=in_row,
+                                 other=-1, volatile=True)
+            row_dot = tl.sum(tl.where(in_row, _unpack(packed)[1], 0.0), axis=0)
+        lo = tl.maximum(first_block, 1)
+        hi = tl.minimum(end_block, n_blocks - 1)
+        # backwards, so the blocks read last in pass 1 are re-read first, from L2
+        for k in tl.range(0, hi - lo, num_stages=NUM_STAGES):
+            offsets = (hi - 1 - k) * BLOCK_SIZE + idx
+            y = tl.load(output_ptr + y_base + offsets, eviction_policy="evict_first").to(tl.float32)
+            dy = tl.load(grad_output_ptr + dy_base + offsets, eviction_policy="evict_first").to(tl.float32)
+            tl.store(grad_input_ptr + dx_base + offsets, (y * (dy - row_dot)).to(grad_input_ptr.dtype.element_ty))
+        if first_block == 0:
+            _edge_grad(grad_input_ptr, output_ptr, grad_output_ptr, dx_base, y_base, dy_base, first_col, n_cols, 0,
+                       row_dot, BLOCK_SIZE)
+        if _holds_last_block(first_block, end_block, n_blocks):
+            _edge_grad(grad_input_ptr, output_ptr, grad_output_ptr, dx_base, y_base, dy_base, first_col, n_cols,
+                       n_blocks - 1, row_dot, BLOCK_SIZE)
 
 
 @triton.jit
@@ -771,85 +732,43 @@ def _row_partials(input_ptr, slots_ptr, in_base, first_col, n_cols, n_blocks, ro
 
 
 @triton.jit
-def _tile_stream_write_item(output_ptr, input_ptr, item, row_max, inv_row_sum, input_row_stride, output_row_stride,
-                            n_cols, n_segments, blocks_per_segment, TILE_ROWS: tl.constexpr, VEC: tl.constexpr,
-                            UNROLL: tl.constexpr, LOG2: tl.constexpr, GUARD: tl.constexpr, LINE: tl.constexpr):
-    """Pass 2 of a (row, segment) item: its outputs, given its row's max and 1 / sum."""
-    row, in_base, out_base, first_col, n_blocks, first_block, end_block = _segment_item(
-        item, n_segments, blocks_per_segment, input_row_stride, output_row_stride, n_cols, TILE_ROWS * VEC, VEC, LINE)
-    scale = LOG2E
-    if GUARD:  # a row whose scaled max is infinite (see LOG2E): its statistics again, from every segment
-        natural = tl.abs(row_max) == float("inf")
-        if natural:
-            row_max, row_sum = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, 0, n_blocks,
-                                                     TILE_ROWS, VEC, UNROLL)
-            inv_row_sum = 1.0 / row_sum
-        scale = _guard_scale(natural)
-    _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, first_block,
-                        end_block, row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL, LOG2, scale)
-
-
-@triton.jit
-def _tile_stream_row_stats(input_ptr, slots_ptr, item, input_row_stride, output_row_stride, n_cols, n_segments,
-                           blocks_per_segment, max_polls, SEGMENTS_BLOCK: tl.constexpr, TILE_ROWS: tl.constexpr,
-                           VEC: tl.constexpr, UNROLL: tl.constexpr, LOG2: tl.constexpr, LINE: tl.constexpr,
-                           POLL_SLEEP: tl.constexpr):
-    """(row max, 1 / row sum) of item's row, from its segments' published partials (see _row_partials)."""
-    row, in_base, out_base, first_col, n_blocks, first_block, end_block = _segment_item(
-        item, n_segments, blocks_per_segment, input_row_stride, output_row_stride, n_cols, TILE_ROWS * VEC, VEC, LINE)
-    packed, in_row = _row_partials(input_ptr, slots_ptr, in_base, first_col, n_cols, n_blocks, row, n_segments,
-                                   blocks_per_segment, max_polls, SEGMENTS_BLOCK, TILE_ROWS, VEC, UNROLL, LOG2,
-                                   POLL_SLEEP)
-    return _combine_partials(packed, in_row, LOG2)
-
-
-@triton.jit
 def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
                             n_segments, blocks_per_segment, max_polls, TILE_ROWS: tl.constexpr,
                             SEGMENTS_BLOCK: tl.constexpr, ALIGN: tl.constexpr, VEC: tl.constexpr,
                             UNROLL: tl.constexpr, LOG2: tl.constexpr = False, GUARD: tl.constexpr = False,
-                            PREFETCH: tl.constexpr = 0, LINE: tl.constexpr = False, POLL_SLEEP: tl.constexpr = 0,
-                            LAG: tl.constexpr = 0):
+                            PREFETCH: tl.constexpr = 0, LINE: tl.constexpr = False, POLL_SLEEP: tl.constexpr = 0):
     """The stream kernel on the tile kernel's register diet: [TILE_ROWS, VEC] tiles with one running
-    (max, sum) per vector, plain loads (no shared-memory stages), so many warps fit an SM. LAG = 1 (rows
-    of several segments): a program finishes each item after the next one's first pass (see STREAM_LAG)."""
+    (max, sum) per vector, plain loads (no shared-memory stages), so many warps fit an SM."""
     n_cols = n_cols // ALIGN * ALIGN
     input_row_stride = input_row_stride // ALIGN * ALIGN
     output_row_stride = output_row_stride // ALIGN * ALIGN
-    n_items = n_rows * n_segments
-    for step in range(tl.program_id(0), n_items + LAG * tl.num_programs(0), tl.num_programs(0)):
-        if step < n_items:
-            row, in_base, out_base, first_col, n_blocks, first_block, end_block = _segment_item(
-                step, n_segments, blocks_per_segment, input_row_stride, output_row_stride, n_cols, TILE_ROWS * VEC,
-                VEC, LINE)
-            segment_max, segment_sum = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks,
-                                                             first_block, end_block, TILE_ROWS, VEC, UNROLL, LOG2,
-                                                             PREFETCH)
-            if SEGMENTS_BLOCK == 1:
-                row_max = segment_max
-                # times exp(0) = 1, or exp(-inf - -inf) = NaN for a fully -inf row (as torch gives), either domain
-                inv_row_sum = 1.0 / (segment_sum * tl.exp(segment_max - row_max))
-            else:
-                tl.atomic_xchg(slots_ptr + step, _pack(segment_max, segment_sum), sem="relaxed")
-                if LAG == 0:
-                    row_max, inv_row_sum = _tile_stream_row_stats(input_ptr, slots_ptr, step, input_row_stride,
-                                                                  output_row_stride, n_cols, n_segments,
-                                                                  blocks_per_segment, max_polls, SEGMENTS_BLOCK,
-                                                                  TILE_ROWS, VEC, UNROLL, LOG2, LINE, POLL_SLEEP)
-            if LAG == 0:
-                _tile_stream_write_item(output_ptr, input_ptr, step, row_max, inv_row_sum, input_row_stride,
-                                        output_row_stride, n_cols, n_segments, blocks_per_segment, TILE_ROWS, VEC,
-                                        UNROLL, LOG2, GUARD, LINE)
-        if LAG > 0:
-            if step >= tl.num_programs(0):
-                item = step - tl.num_programs(0)
-                row_max, inv_row_sum = _tile_stream_row_stats(input_ptr, slots_ptr, item, input_row_stride,
-                                                              output_row_stride, n_cols, n_segments,
-                                                              blocks_per_segment, max_polls, SEGMENTS_BLOCK,
-                                                              TILE_ROWS, VEC, UNROLL, LOG2, LINE, POLL_SLEEP)
-                _tile_stream_write_item(output_ptr, input_ptr, item, row_max, inv_row_sum, input_row_stride,
-                                        output_row_stride, n_cols, n_segments, blocks_per_segment, TILE_ROWS, VEC,
-                                        UNROLL, LOG2, GUARD, LINE)
+    for item in range(tl.program_id(0), n_rows * n_segments, tl.num_programs(0)):
+        row, in_base, out_base, first_col, n_blocks, first_block, end_block = _segment_item(
+            item, n_segments, blocks_per_segment, input_row_stride, output_row_stride, n_cols, TILE_ROWS * VEC, VEC,
+            LINE)
+        segment_max, segment_sum = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks,
+                                                         first_block, end_block, TILE_ROWS, VEC, UNROLL, LOG2,
+                                                         PREFETCH)
+        if SEGMENTS_BLOCK == 1:
+            row_max = segment_max
+            # times exp(0) = 1, or exp(-inf - -inf) = NaN for a fully -inf row (as torch gives), in either domain
+            inv_row_sum = 1.0 / (segment_sum * tl.exp(segment_max - row_max))
+        else:
+            tl.atomic_xchg(slots_ptr + item, _pack(segment_max, segment_sum), sem="relaxed")
+            packed, in_row = _row_partials(input_ptr, slots_ptr, in_base, first_col, n_cols, n_blocks, row,
+                                           n_segments, blocks_per_segment, max_polls, SEGMENTS_BLOCK, TILE_ROWS, VEC,
+                                           UNROLL, LOG2, POLL_SLEEP)
+            row_max, inv_row_sum = _combine_partials(packed, in_row, LOG2)
+        scale = LOG2E
+        if GUARD:  # a row whose scaled max is infinite (see LOG2E): its statistics again, from every segment
+            natural = tl.abs(row_max) == float("inf")
+            if natural:
+                row_max, row_sum = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, 0, n_blocks,
+                                                         TILE_ROWS, VEC, UNROLL)
+                inv_row_sum = 1.0 / row_sum
+            scale = _guard_scale(natural)
+        _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, first_block,
+                            end_block, row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL, LOG2, scale)
 
 
 @triton.jit
@@ -1397,7 +1316,7 @@ def _l2_prefetch_steps(x: torch.Tensor) -> int:
 
 
 def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, segment_bytes, align, unroll=1,
-                         log2=False, lag=0):
+                         log2=False):
     """Launch the tile-stream forward on a persistent grid of (row, segment) items."""
     n_rows, n_cols = x.shape
     vec = _exchange_vec(x.element_size(), x, y)
@@ -1413,13 +1332,13 @@ def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, s
     kwargs = dict(TILE_ROWS=tile_rows, SEGMENTS_BLOCK=_segments_block(n_segments), ALIGN=align, VEC=vec,
                   UNROLL=unroll, LOG2=log2, GUARD=_log2_guard(x, log2),
                   PREFETCH=_l2_prefetch_steps(x), LINE=line, POLL_SLEEP=_poll_sleep_ns(x, n_segments),
-                  LAG=lag if n_segments > 1 else 0, num_warps=num_warps, maxnreg=maxnreg)
+                  num_warps=num_warps, maxnreg=maxnreg)
     n_programs = _persistent_programs(_tile_stream_fwd_kernel, args, kwargs, n_rows * n_segments, n_segments,
                                       programs_per_sm, x.device)
     _launch(_tile_stream_fwd_kernel, (n_programs,), *args, **kwargs)
 
 
-def _backward_stream(dx, y, dy, block_size, num_warps, programs_per_sm, num_stages, segment_bytes, align, lag=0):
+def _backward_stream(dx, y, dy, block_size, num_warps, programs_per_sm, num_stages, segment_bytes, align):
     """Launch the two-HBM-pass streaming backward on a persistent grid of (row, segment) items."""
     n_rows, n_cols = y.shape
     vec = _exchange_vec(y.element_size(), dx, y, dy)
@@ -1433,7 +1352,7 @@ def _backward_stream(dx, y, dy, block_size, num_warps, programs_per_sm, num_stag
             blocks_per_segment, _max_polls())
     kwargs = dict(BLOCK_SIZE=block_size, SEGMENTS_BLOCK=_segments_block(n_segments),
                   ALIGN=align, VEC=vec, NUM_STAGES=num_stages, LINE=line, POLL_SLEEP=_poll_sleep_ns(y, n_segments),
-                  LAG=lag if n_segments > 1 else 0, num_warps=num_warps)
+                  num_warps=num_warps)
     n_programs = _persistent_programs(_stream_bwd_kernel, args, kwargs, n_rows * n_segments, n_segments,
                                       programs_per_sm, y.device)
     _launch(_stream_bwd_kernel, (n_programs,), *args, **kwargs)

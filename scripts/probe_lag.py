@@ -12,6 +12,8 @@ element, then timed as build.py --run times (CUDA-graph replays, L2 flushed), be
 2-read-1-write add (backward) of the same bytes.
 
     python scripts/probe_lag.py [forward] [backward] [long]   # on a CUDA machine; $OUT/probe_lag.json
+
+The product never kept LAG (round 28 missed): run this probe on commit 748d2c2, whose kernels have it.
 """
 import sys
 from pathlib import Path

@@ -86,10 +86,10 @@ def tile_stream_forward(config):
     """A forward callable for one tile-stream config."""
     vectors, warps, progs, segment, unroll = config
 
-    def run(x, **options):
+    def run(x):
         y = torch.empty_like(x)
         align = sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0))
-        sm._forward_tile_stream(y, x, vectors, warps, progs, segment, align, unroll, **options)
+        sm._forward_tile_stream(y, x, vectors, warps, progs, segment, align, unroll)
         return y
     return run
 
@@ -143,11 +143,10 @@ def stream_backward(config):
     """A backward callable for one stream config."""
     block_bytes, warps, progs, stages, segment = config
 
-    def run(y, dy, **options):
+    def run(y, dy):
         dx = torch.empty_like(y)
         align = sm._vector_align(y.element_size(), y.shape[1], dx.stride(0), y.stride(0), dy.stride(0))
-        sm._backward_stream(dx, y, dy, block_bytes // y.element_size(), warps, progs, stages, segment, align,
-                            **options)
+        sm._backward_stream(dx, y, dy, block_bytes // y.element_size(), warps, progs, stages, segment, align)
         return dx
     return run
 

@@ -8,9 +8,6 @@ checked (they cannot be right); it is only timed, beside the dispatcher and a co
 on CUDA-graph replays with L2 flushed (probe_long_rows.timed).
 
     python scripts/probe_no_exchange.py   # on a CUDA machine; $OUT/probe_no_exchange.json
-
-Its text edits match kernels/triton_softmax.py as of commit 6ebbd75, where it ran; round 28 moved the
-lines they replace, so run it on that checkout.
 """
 import json
 import sys

@@ -6,9 +6,6 @@ and stores the count in a second half of the slots tensor. Prints the mean, medi
 and the dispatcher's own time for the same call beside the counted one (the count adds a store per item).
 
     python scripts/probe_polls.py   # on a CUDA machine; $OUT/probe_polls.json
-
-Its text edits match kernels/triton_softmax.py as of commit 6ebbd75, where it ran; round 28 moved the
-lines they replace, so run it on that checkout.
 """
 import json
 import sys

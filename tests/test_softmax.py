@@ -332,24 +332,23 @@ def stream_views(dtype):
     }
 
 
-# (block_size, programs_per_sm, segment blocks, lag): several segments exchanging partials with
-# more programs than segments; one block per segment (edge blocks alone); whole rows (no exchange);
-# the first two again with each item finished one step late (LAG: pass 2 after the next item's pass 1)
-STREAM_CONFIGS = [(16, 2, 2, 0), (32, 3, 1, 0), (64, 1, math.inf, 0), (16, 2, 2, 1), (32, 3, 1, 1)]
-# tile-stream (programs_per_sm, segment tiles, unroll, lag), tiles of 32 vectors (one warp, one vector
-# a thread): the same cases, loops unrolled or not
-TILE_STREAM_CONFIGS = [(2, 2, 1, 0), (3, 1, 2, 0), (1, math.inf, 2, 0), (2, 2, 1, 1), (3, 1, 2, 1)]
+# (block_size, programs_per_sm, segment blocks): several segments exchanging partials with
+# more programs than segments; one block per segment (edge blocks alone); whole rows (no exchange)
+STREAM_CONFIGS = [(16, 2, 2), (32, 3, 1), (64, 1, math.inf)]
+# tile-stream (programs_per_sm, segment tiles, unroll), tiles of 32 vectors (one warp, one vector
+# a thread): the same three cases, loops unrolled or not
+TILE_STREAM_CONFIGS = [(2, 2, 1), (3, 1, 2), (1, math.inf, 2)]
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("view", ["contiguous", "col_slice", "unaligned_base"])
-@pytest.mark.parametrize("programs_per_sm,segment_tiles,unroll,lag", TILE_STREAM_CONFIGS)
-def test_tile_stream_kernel(view, programs_per_sm, segment_tiles, unroll, lag, dtype):
+@pytest.mark.parametrize("programs_per_sm,segment_tiles,unroll", TILE_STREAM_CONFIGS)
+def test_tile_stream_kernel(view, programs_per_sm, segment_tiles, unroll, dtype):
     x = stream_views(dtype)[view]
     y = torch.full(x.shape, 1234.5, dtype=dtype, device=DEVICE)
     align = sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0))
     tile_bytes = 32 * sm._exchange_vec(x.element_size(), x, y) * x.element_size()
-    sm._forward_tile_stream(y, x, 1, 1, programs_per_sm, segment_tiles * tile_bytes, align, unroll, lag=lag)
+    sm._forward_tile_stream(y, x, 1, 1, programs_per_sm, segment_tiles * tile_bytes, align, unroll)
     assert_softmax(y, x)
 
 
@@ -390,15 +389,15 @@ def test_few_rows_get_smaller_segments():
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("view", ["contiguous", "col_slice", "unaligned_base"])
-@pytest.mark.parametrize("block_size,programs_per_sm,segment_blocks,lag", STREAM_CONFIGS)
-def test_stream_backward_kernel(view, block_size, programs_per_sm, segment_blocks, lag, dtype):
+@pytest.mark.parametrize("block_size,programs_per_sm,segment_blocks", STREAM_CONFIGS)
+def test_stream_backward_kernel(view, block_size, programs_per_sm, segment_blocks, dtype):
     x = stream_views(dtype)[view]
     y_in = torch.softmax(x.double(), -1).nan_to_num(0.0).to(dtype)
     dy = make_input(x.shape, dtype, seed=1)
     dx = torch.full(x.shape, 1234.5, dtype=dtype, device=DEVICE)
     align = sm._vector_align(x.element_size(), x.shape[1], dx.stride(0), y_in.stride(0), dy.stride(0))
     sm._backward_stream(dx, y_in, dy, block_size, 4, programs_per_sm, 2,
-                        segment_blocks * block_size * 2 * x.element_size(), align, lag=lag)
+                        segment_blocks * block_size * 2 * x.element_size(), align)
     expected = y_in.double() * (dy.double() - (y_in.double() * dy.double()).sum(-1, keepdim=True))
     assert_grad(dx, expected, dtype)
 
