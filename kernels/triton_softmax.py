@@ -809,23 +809,25 @@ def _await_count(counter_ptr, target, SLEEP_NS: tl.constexpr = 0):
 
 
 @triton.jit
-def _tile_shared_fwd_kernel(output_ptr, input_ptr, slots_ptr, counters_ptr, input_row_stride, output_row_stride,
-                            n_rows, n_cols, n_sharers, chunk_blocks, TILE_ROWS: tl.constexpr,
+def _tile_shared_fwd_kernel(output_ptr, input_ptr, slots_ptr, counters_ptr, taken_ptr, input_row_stride,
+                            output_row_stride, n_rows, n_cols, n_sharers, chunk_blocks, TILE_ROWS: tl.constexpr,
                             SHARERS_BLOCK: tl.constexpr, ALIGN: tl.constexpr, VEC: tl.constexpr,
                             UNROLL: tl.constexpr, LOG2: tl.constexpr = False, GUARD: tl.constexpr = False,
                             PREFETCH: tl.constexpr = 0, LINE: tl.constexpr = False, POLL_SLEEP: tl.constexpr = 0):
     """tile-stream with a row's first pass shared out on demand: each of the row's n_sharers programs takes
     chunks of chunk_blocks tiles from the row's counter until none is left, so they all finish the pass
     within a chunk of one another, whatever each one's speed. Then each publishes its (max, sum), adds its
-    chunks to the row's done count, waits for the count to reach the row's chunks, and writes its fixed
-    share of the row (re-read from L2). Programs that took no chunk publish nothing, so one that never ran
-    cannot hold the row up: waits need no co-residency and no fallback."""
+    chunks to the row's done count, waits for the count to reach the row's chunks, and writes the chunks it
+    read, last first (noted in taken_ptr: what the SM read last may still be in its L1). Programs that took
+    no chunk publish nothing, so one that never ran cannot hold the row up: waits need no co-residency and
+    no fallback."""
     n_cols = n_cols // ALIGN * ALIGN
     input_row_stride = input_row_stride // ALIGN * ALIGN
     output_row_stride = output_row_stride // ALIGN * ALIGN
     member = tl.program_id(0) % n_sharers
     n_groups = tl.num_programs(0) // n_sharers
     sharers = tl.arange(0, SHARERS_BLOCK)
+    taken_ptr += tl.program_id(0) * tl.cdiv(tl.cdiv(n_cols + 8 * VEC, TILE_ROWS * VEC), chunk_blocks)
     for row in range(tl.program_id(0) // n_sharers, n_rows, n_groups):
         in_base, out_base, first_col, n_blocks = _row_bases(row, input_row_stride, output_row_stride, n_cols,
                                                             TILE_ROWS * VEC, VEC, LINE)
@@ -837,6 +839,7 @@ def _tile_shared_fwd_kernel(output_ptr, input_ptr, slots_ptr, counters_ptr, inpu
         chunk = tl.max(_take_ticket(take_ptr, TILE_ROWS), axis=0)
         while chunk < n_chunks:
             ticket = _take_ticket(take_ptr, TILE_ROWS)  # the next chunk's, answered while this one loads
+            tl.store(taken_ptr + n_taken, chunk)
             first_block = chunk * chunk_blocks
             vec_max, vec_sum = _tile_segment_online(vec_max, vec_sum, input_ptr, in_base, first_col, n_cols,
                                                     n_blocks, first_block,
@@ -862,10 +865,11 @@ def _tile_shared_fwd_kernel(output_ptr, input_ptr, slots_ptr, counters_ptr, inpu
                                                          TILE_ROWS, VEC, UNROLL)
                 inv_row_sum = 1.0 / row_sum
             scale = _guard_scale(natural)
-        share = tl.cdiv(n_blocks, n_sharers)
-        _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, member * share,
-                            tl.minimum(member * share + share, n_blocks), row_max, inv_row_sum, TILE_ROWS, VEC,
-                            UNROLL, LOG2, scale)
+        for i in range(0, n_taken):
+            first_block = tl.load(taken_ptr + n_taken - 1 - i) * chunk_blocks
+            _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, first_block,
+                                tl.minimum(first_block + chunk_blocks, n_blocks), row_max, inv_row_sum, TILE_ROWS,
+                                VEC, UNROLL, LOG2, scale)
 
 
 @triton.jit
@@ -1447,7 +1451,11 @@ def _forward_tile_shared(y, x, vectors_per_thread, num_warps, programs_per_sm, s
     n_sharers, _ = _stream_segments(n_cols, x.element_size(), tile_rows * vec, segment_bytes, align, vec, line)
     slots = torch.zeros(n_rows * n_sharers, dtype=torch.int64, device=x.device)
     counters = torch.zeros(2 * n_rows, dtype=torch.int32, device=x.device)
-    args = (y, x, slots, counters, x.stride(0), y.stride(0), n_rows, n_cols, n_sharers, chunk_tiles)
+    # a program notes the chunks it takes of a row (at most all of them): as many as the kernel counts
+    max_chunks = triton.cdiv(triton.cdiv(n_cols + 8 * vec, tile_rows * vec), chunk_tiles)
+    taken = torch.empty(max(n_sharers, programs_per_sm * _sm_count(x.device)) * max_chunks, dtype=torch.int32,
+                        device=x.device)
+    args = (y, x, slots, counters, taken, x.stride(0), y.stride(0), n_rows, n_cols, n_sharers, chunk_tiles)
     maxnreg = min(255, 65536 // (programs_per_sm * num_warps * 32) // 8 * 8)
     kwargs = dict(TILE_ROWS=tile_rows, SHARERS_BLOCK=max(16, triton.next_power_of_2(n_sharers)), ALIGN=align,
                   VEC=vec, UNROLL=unroll, LOG2=log2, GUARD=_log2_guard(x, log2), PREFETCH=_l2_prefetch_steps(x),
