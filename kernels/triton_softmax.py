@@ -657,19 +657,9 @@ def _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, first
     """(max, sum of exp(x - max)) over tiles [first_block, end_block) of one row; (-inf, 0) if empty.
     With LOG2 the max is scaled by log2(e) (see LOG2E). PREFETCH > 0: each step asks L2 for the tile
     PREFETCH steps ahead (see TILE_STREAM_PREFETCH)."""
+    tile = tl.arange(0, TILE_ROWS)[:, None] * VEC + tl.arange(0, VEC)[None, :]
     vec_max = tl.full([TILE_ROWS], float("-inf"), tl.float32)
     vec_sum = tl.zeros([TILE_ROWS], tl.float32)
-    vec_max, vec_sum = _tile_segment_online(vec_max, vec_sum, input_ptr, in_base, first_col, n_cols, n_blocks,
-                                            first_block, end_block, TILE_ROWS, VEC, UNROLL, LOG2, PREFETCH)
-    return _vectors_max_sum(vec_max, vec_sum, LOG2)
-
-
-@triton.jit
-def _tile_segment_online(vec_max, vec_sum, input_ptr, in_base, first_col, n_cols, n_blocks, first_block, end_block,
-                         TILE_ROWS: tl.constexpr, VEC: tl.constexpr, UNROLL: tl.constexpr,
-                         LOG2: tl.constexpr = False, PREFETCH: tl.constexpr = 0):
-    """Running (max, sum) per vector, updated with tiles [first_block, end_block) of one row."""
-    tile = tl.arange(0, TILE_ROWS)[:, None] * VEC + tl.arange(0, VEC)[None, :]
     lo = tl.maximum(first_block, 1)
     hi = tl.minimum(end_block, n_blocks - 1)
     for block in tl.range(lo, hi, loop_unroll_factor=UNROLL):
@@ -688,12 +678,6 @@ def _tile_segment_online(vec_max, vec_sum, input_ptr, in_base, first_col, n_cols
         offsets, mask = _tile_edge(first_col, n_cols, n_blocks - 1, TILE_ROWS, VEC)
         x = tl.load(input_ptr + in_base + offsets, mask=mask, other=float("-inf"))
         vec_max, vec_sum = _vector_online(vec_max, vec_sum, x.to(tl.float32), LOG2)
-    return vec_max, vec_sum
-
-
-@triton.jit
-def _vectors_max_sum(vec_max, vec_sum, LOG2: tl.constexpr = False):
-    """(max, sum of exp(x - max)) from running (max, sum) per vector; (-inf, 0) if all are empty."""
     segment_max = tl.max(vec_max, axis=0)
     safe_max = tl.where(segment_max == float("-inf"), 0.0, segment_max)
     rescale = tl.exp2(vec_max - safe_max) if LOG2 else tl.exp(vec_max - safe_max)
@@ -785,91 +769,6 @@ def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, 
             scale = _guard_scale(natural)
         _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, first_block,
                             end_block, row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL, LOG2, scale)
-
-
-@triton.jit
-def _take_ticket(counter_ptr, LANES: tl.constexpr):
-    """The next number from a counter, in lane 0 of a vector (the other lanes -1). Only reducing the vector
-    (tl.max) waits for the atomic, so a program can ask for its next chunk before it loads this one; a
-    scalar atomic would stall every warp at a barrier right away."""
-    lanes = tl.arange(0, LANES)
-    ticket = tl.atomic_add(counter_ptr + lanes * 0, tl.full([LANES], 1, tl.int32), mask=lanes == 0, sem="relaxed")
-    return tl.where(lanes == 0, ticket, -1)
-
-
-@triton.jit
-def _await_count(counter_ptr, target, SLEEP_NS: tl.constexpr = 0):
-    """Re-read a counter (acquire) until it reaches target; SLEEP_NS > 0 (CUDA only): a nanosleep between."""
-    count = tl.atomic_add(counter_ptr, 0, sem="acquire")
-    while count < target:
-        if SLEEP_NS > 0:
-            tl.inline_asm_elementwise("nanosleep.u32 $1;\n\tmov.u32 $0, 0;", "=r,r", [count * 0 + SLEEP_NS],
-                                      dtype=tl.int32, is_pure=False, pack=1)
-        count = tl.atomic_add(counter_ptr, 0, sem="acquire")
-
-
-@triton.jit
-def _tile_shared_fwd_kernel(output_ptr, input_ptr, slots_ptr, counters_ptr, taken_ptr, input_row_stride,
-                            output_row_stride, n_rows, n_cols, n_sharers, chunk_blocks, TILE_ROWS: tl.constexpr,
-                            SHARERS_BLOCK: tl.constexpr, ALIGN: tl.constexpr, VEC: tl.constexpr,
-                            UNROLL: tl.constexpr, LOG2: tl.constexpr = False, GUARD: tl.constexpr = False,
-                            PREFETCH: tl.constexpr = 0, LINE: tl.constexpr = False, POLL_SLEEP: tl.constexpr = 0):
-    """tile-stream with a row's first pass shared out on demand: each of the row's n_sharers programs takes
-    chunks of chunk_blocks tiles from the row's counter until none is left, so they all finish the pass
-    within a chunk of one another, whatever each one's speed. Then each publishes its (max, sum), adds its
-    chunks to the row's done count, waits for the count to reach the row's chunks, and writes the chunks it
-    read, last first (noted in taken_ptr: what the SM read last may still be in its L1). Programs that took
-    no chunk publish nothing, so one that never ran cannot hold the row up: waits need no co-residency and
-    no fallback."""
-    n_cols = n_cols // ALIGN * ALIGN
-    input_row_stride = input_row_stride // ALIGN * ALIGN
-    output_row_stride = output_row_stride // ALIGN * ALIGN
-    member = tl.program_id(0) % n_sharers
-    n_groups = tl.num_programs(0) // n_sharers
-    sharers = tl.arange(0, SHARERS_BLOCK)
-    taken_ptr += tl.program_id(0) * tl.cdiv(tl.cdiv(n_cols + 8 * VEC, TILE_ROWS * VEC), chunk_blocks)
-    for row in range(tl.program_id(0) // n_sharers, n_rows, n_groups):
-        in_base, out_base, first_col, n_blocks = _row_bases(row, input_row_stride, output_row_stride, n_cols,
-                                                            TILE_ROWS * VEC, VEC, LINE)
-        n_chunks = tl.cdiv(n_blocks, chunk_blocks)
-        take_ptr = counters_ptr + 2 * row
-        vec_max = tl.full([TILE_ROWS], float("-inf"), tl.float32)
-        vec_sum = tl.zeros([TILE_ROWS], tl.float32)
-        n_taken = 0
-        chunk = tl.max(_take_ticket(take_ptr, TILE_ROWS), axis=0)
-        while chunk < n_chunks:
-            ticket = _take_ticket(take_ptr, TILE_ROWS)  # the next chunk's, answered while this one loads
-            tl.store(taken_ptr + n_taken, chunk)
-            first_block = chunk * chunk_blocks
-            vec_max, vec_sum = _tile_segment_online(vec_max, vec_sum, input_ptr, in_base, first_col, n_cols,
-                                                    n_blocks, first_block,
-                                                    tl.minimum(first_block + chunk_blocks, n_blocks), TILE_ROWS,
-                                                    VEC, UNROLL, LOG2, PREFETCH)
-            n_taken += 1
-            chunk = tl.max(ticket, axis=0)
-        if n_taken > 0:
-            part_max, part_sum = _vectors_max_sum(vec_max, vec_sum, LOG2)
-            tl.atomic_xchg(slots_ptr + row * n_sharers + member, _pack(part_max, part_sum), sem="relaxed")
-            # release: the partial is visible to any program that sees the count
-            tl.atomic_add(take_ptr + 1, n_taken, sem="release")
-        _await_count(take_ptr + 1, n_chunks, POLL_SLEEP)
-        in_row = sharers < n_sharers
-        # a (max, sum) pair is never all-zero bits (sum >= 1 unless max is -inf), so 0 marks no partial
-        packed = tl.load(slots_ptr + row * n_sharers + sharers, mask=in_row, other=0, volatile=True)
-        row_max, inv_row_sum = _combine_partials(packed, in_row & (packed != 0), LOG2)
-        scale = LOG2E
-        if GUARD:  # a row whose scaled max is infinite (see LOG2E): its statistics again, from every tile
-            natural = tl.abs(row_max) == float("inf")
-            if natural:
-                row_max, row_sum = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, 0, n_blocks,
-                                                         TILE_ROWS, VEC, UNROLL)
-                inv_row_sum = 1.0 / row_sum
-            scale = _guard_scale(natural)
-        for i in range(0, n_taken):
-            first_block = tl.load(taken_ptr + n_taken - 1 - i) * chunk_blocks
-            _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, first_block,
-                                tl.minimum(first_block + chunk_blocks, n_blocks), row_max, inv_row_sum, TILE_ROWS,
-                                VEC, UNROLL, LOG2, scale)
 
 
 @triton.jit
@@ -1437,32 +1336,6 @@ def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, s
     n_programs = _persistent_programs(_tile_stream_fwd_kernel, args, kwargs, n_rows * n_segments, n_segments,
                                       programs_per_sm, x.device)
     _launch(_tile_stream_fwd_kernel, (n_programs,), *args, **kwargs)
-
-
-def _forward_tile_shared(y, x, vectors_per_thread, num_warps, programs_per_sm, segment_bytes, chunk_tiles, align,
-                         unroll=1, log2=False):
-    """Launch the shared-tiles forward: a row's n_sharers (its segments, as tile-stream's) take its chunks on demand."""
-    n_rows, n_cols = x.shape
-    vec = _exchange_vec(x.element_size(), x, y)
-    tile_rows = 32 * num_warps * vectors_per_thread
-    line = _line_bases(vec, tile_rows * vec, x, y)
-    segment_bytes = _few_rows_segment(segment_bytes, n_rows, n_cols * x.element_size(),
-                                      programs_per_sm * _sm_count(x.device))
-    n_sharers, _ = _stream_segments(n_cols, x.element_size(), tile_rows * vec, segment_bytes, align, vec, line)
-    slots = torch.zeros(n_rows * n_sharers, dtype=torch.int64, device=x.device)
-    counters = torch.zeros(2 * n_rows, dtype=torch.int32, device=x.device)
-    # a program notes the chunks it takes of a row (at most all of them): as many as the kernel counts
-    max_chunks = triton.cdiv(triton.cdiv(n_cols + 8 * vec, tile_rows * vec), chunk_tiles)
-    taken = torch.empty(max(n_sharers, programs_per_sm * _sm_count(x.device)) * max_chunks, dtype=torch.int32,
-                        device=x.device)
-    args = (y, x, slots, counters, taken, x.stride(0), y.stride(0), n_rows, n_cols, n_sharers, chunk_tiles)
-    maxnreg = min(255, 65536 // (programs_per_sm * num_warps * 32) // 8 * 8)
-    kwargs = dict(TILE_ROWS=tile_rows, SHARERS_BLOCK=max(16, triton.next_power_of_2(n_sharers)), ALIGN=align,
-                  VEC=vec, UNROLL=unroll, LOG2=log2, GUARD=_log2_guard(x, log2), PREFETCH=_l2_prefetch_steps(x),
-                  LINE=line, POLL_SLEEP=_poll_sleep_ns(x, n_sharers), num_warps=num_warps, maxnreg=maxnreg)
-    n_programs = _persistent_programs(_tile_shared_fwd_kernel, args, kwargs, n_rows * n_sharers, n_sharers,
-                                      programs_per_sm, x.device)
-    _launch(_tile_shared_fwd_kernel, (n_programs,), *args, **kwargs)
 
 
 def _backward_stream(dx, y, dy, block_size, num_warps, programs_per_sm, num_stages, segment_bytes, align):

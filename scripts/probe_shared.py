@@ -11,6 +11,8 @@ Exploration for tuning SOFTMAX_PLANS, not evidence: every variant is checked aga
 element, then timed as build.py --run times (CUDA-graph replays, L2 flushed), beside a copy of the same bytes.
 
     python scripts/probe_shared.py [forward]   # on a CUDA machine; $OUT/probe_shared.json
+
+The product never kept tile-shared (round 29 missed): run this probe on commit 2d9a519, whose kernels have it.
 """
 import sys
 from pathlib import Path

@@ -352,25 +352,6 @@ def test_tile_stream_kernel(view, programs_per_sm, segment_tiles, unroll, dtype)
     assert_softmax(y, x)
 
 
-# tile-shared (programs_per_sm, segment tiles, chunk tiles): rows shared by several programs in chunks of
-# one and two tiles (the interpreter runs programs one after another, so the first takes every chunk and
-# the others none: partials missing, as from programs that never ran); a whole row to one program
-TILE_SHARED_CONFIGS = [(2, 2, 1), (3, 1, 2), (1, math.inf, 2)]
-
-
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("view", ["contiguous", "col_slice", "unaligned_base"])
-@pytest.mark.parametrize("programs_per_sm,segment_tiles,chunk_tiles", TILE_SHARED_CONFIGS)
-def test_tile_shared_kernel(view, programs_per_sm, segment_tiles, chunk_tiles, dtype):
-    x = stream_views(dtype)[view]
-    y = torch.full(x.shape, 1234.5, dtype=dtype, device=DEVICE)
-    align = sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0))
-    tile_bytes = 32 * sm._exchange_vec(x.element_size(), x, y) * x.element_size()
-    sm._forward_tile_shared(y, x, 1, 1, programs_per_sm, segment_tiles * tile_bytes, chunk_tiles, align,
-                            log2=sm._log2_exp(x))
-    assert_softmax(y, x)
-
-
 # rows-pipelined (programs_per_sm, num_stages): a program for every row, then fewer programs than
 # rows, so each walks several rows (the loop the pipeliner overlaps on a GPU)
 ROWS_PIPELINED_CONFIGS = [(8, 3), (2, 3), (1, 2)]
