@@ -1,0 +1,69 @@
+"""Probe: do long rows gain when a stream program prefetches its next item while it waits? (notes/kernels.md,
+round 30: prediction written before the probe)
+
+After publishing its partial, a tile-stream (forward) or stream (backward) program waits for its row's other
+segments; round 27 put most of the 1M rows' gap in that wait. With wait_prefetch = k the program first asks
+L2 (prefetch.global.L2, no registers held) for the first k blocks of its next item, so HBM keeps working
+during the wait and the next first pass starts on lines already in L2. The dispatcher line is k = 0.
+
+Exploration for tuning SOFTMAX_PLANS, not evidence: every variant is checked against float64 on every element,
+then timed as build.py --run times (CUDA-graph replays, L2 flushed), beside a copy (forward) or a
+2-read-1-write add (backward) of the same bytes.
+
+    python scripts/probe_wait_prefetch.py [forward] [backward]   # on a CUDA machine; $OUT/probe_wait_prefetch.json
+"""
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from kernels import triton_softmax as sm  # noqa: E402
+from probe_long_rows import backward_configs_probe, forward_configs_probe, run_probes  # noqa: E402
+
+NS = [131072, 262144, 524288, 1048576]
+DTYPES = ["float32", "float16", "bfloat16"]
+BLOCKS = [2, 4, 8]
+
+
+def forward_with(blocks: int):
+    """The dispatcher's forward, its tile-stream launched with wait_prefetch = blocks."""
+    def run(x):
+        y = torch.empty_like(x)
+        align = sm._forward_align(y, x)
+        plan = sm._select_plan("forward", *x.shape, x.element_size(), x.device, align)
+        assert plan.path == "tile-stream", plan
+        sm._forward_tile_stream(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm,
+                                plan.segment_bytes, align, plan.unroll, sm._log2_exp(x), wait_prefetch=blocks)
+        return y
+    return run
+
+
+def backward_with(blocks: int):
+    """The dispatcher's backward, its stream launched with wait_prefetch = blocks."""
+    def run(y, dy):
+        dx = torch.empty_like(y)
+        align = sm._backward_align(dx, y, dy)
+        plan = sm._select_plan("backward", *y.shape, y.element_size(), y.device, align)
+        assert plan.path == "stream", plan
+        sm._backward_stream(dx, y, dy, plan.block_size, plan.num_warps, plan.programs_per_sm, plan.num_stages,
+                            plan.segment_bytes, align, wait_prefetch=blocks)
+        return dx
+    return run
+
+
+def forward_probe(out: list) -> None:
+    """Dispatcher and its tile-stream with each prefetch depth, per long N and dtype."""
+    forward_configs_probe("wait-prefetch-forward", NS[1:], [(f"wait prefetch {b}", forward_with(b)) for b in BLOCKS],
+                          out, DTYPES)
+
+
+def backward_probe(out: list) -> None:
+    """Dispatcher and its stream backward with each prefetch depth, per long N and dtype."""
+    backward_configs_probe("wait-prefetch-backward", NS, [(f"wait prefetch {b}", backward_with(b)) for b in BLOCKS],
+                           out, DTYPES)
+
+
+if __name__ == "__main__":
+    run_probes({"forward": forward_probe, "backward": backward_probe}, sys.argv[1:] or ["forward", "backward"],
+               "probe_wait_prefetch.json")
