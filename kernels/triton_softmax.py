@@ -575,33 +575,11 @@ def _edge_grad(grad_input_ptr, output_ptr, grad_output_ptr, dx_base, y_base, dy_
 
 
 @triton.jit
-def _prefetch_next_item(a_ptr, b_ptr, next_item, n_items, n_segments, blocks_per_segment, input_row_stride,
-                        output_row_stride, n_cols, BLOCK_SIZE: tl.constexpr, VEC: tl.constexpr, LINE: tl.constexpr,
-                        N_BLOCKS: tl.constexpr, BOTH: tl.constexpr):
-    """Ask L2 for the first N_BLOCKS interior blocks of this program's next item in a_ptr (and with BOTH in
-    b_ptr, of the same layout) while it waits for its row's other segments (STREAM_WAIT_PREFETCH). CUDA only."""
-    if next_item < n_items:
-        row, in_base, out_base, first_col, n_blocks, first_block, end_block = _segment_item(
-            next_item, n_segments, blocks_per_segment, input_row_stride, output_row_stride, n_cols, BLOCK_SIZE, VEC,
-            LINE)
-        lo = tl.maximum(first_block, 1)
-        hi = tl.minimum(end_block, n_blocks - 1)
-        # one address per 16-byte vector, as the loads
-        step: tl.constexpr = 128 // a_ptr.dtype.element_ty.primitive_bitwidth
-        vectors = tl.arange(0, BLOCK_SIZE // step) * step
-        for k in tl.static_range(N_BLOCKS):
-            if lo + k < hi:
-                _prefetch_l2(a_ptr + in_base + (lo + k) * BLOCK_SIZE + vectors)
-                if BOTH:
-                    _prefetch_l2(b_ptr + in_base + (lo + k) * BLOCK_SIZE + vectors)
-
-
-@triton.jit
 def _stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, slots_ptr, grad_input_row_stride,
                        output_row_stride, grad_output_row_stride, n_rows, n_cols, n_segments, blocks_per_segment,
                        max_polls, BLOCK_SIZE: tl.constexpr, SEGMENTS_BLOCK: tl.constexpr, ALIGN: tl.constexpr,
                        VEC: tl.constexpr, NUM_STAGES: tl.constexpr, LINE: tl.constexpr = False,
-                       POLL_SLEEP: tl.constexpr = 0, WAIT_PREFETCH: tl.constexpr = 0):
+                       POLL_SLEEP: tl.constexpr = 0):
     """Two-HBM-pass softmax backward of long rows: y, dy streamed twice, sum(y * dy) exchanged."""
     n_cols = n_cols // ALIGN * ALIGN
     grad_input_row_stride = grad_input_row_stride // ALIGN * ALIGN
@@ -619,11 +597,6 @@ def _stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, slots_ptr, g
         if SEGMENTS_BLOCK > 1:
             # the upper word 1.0 makes the slot non-zero whatever the dot
             tl.atomic_xchg(slots_ptr + item, _pack(tl.full((), 1.0, tl.float32), row_dot), sem="relaxed")
-            if WAIT_PREFETCH > 0:
-                # VEC > 1: dy shares y's layout; VEC == 1 rows prefetch y's only
-                _prefetch_next_item(output_ptr, grad_output_ptr, item + tl.num_programs(0), n_rows * n_segments,
-                                    n_segments, blocks_per_segment, output_row_stride, grad_input_row_stride, n_cols,
-                                    BLOCK_SIZE, VEC, LINE, WAIT_PREFETCH, VEC > 1)
             packed, n_missing, in_row = _await_row(slots_ptr, row, n_segments, max_polls, SEGMENTS_BLOCK, POLL_SLEEP)
             if n_missing > 0:
                 # siblings not running: compute and publish their dots from y and dy
@@ -759,6 +732,26 @@ def _row_partials(input_ptr, slots_ptr, in_base, first_col, n_cols, n_blocks, ro
 
 
 @triton.jit
+def _prefetch_next_item(input_ptr, next_item, n_items, n_segments, blocks_per_segment, input_row_stride,
+                        output_row_stride, n_cols, BLOCK_SIZE: tl.constexpr, VEC: tl.constexpr, LINE: tl.constexpr,
+                        N_BLOCKS: tl.constexpr):
+    """Ask L2 for the first N_BLOCKS interior blocks of this program's next item, while it waits for its
+    row's other segments (see TILE_STREAM_WAIT_PREFETCH). CUDA only."""
+    if next_item < n_items:
+        row, in_base, out_base, first_col, n_blocks, first_block, end_block = _segment_item(
+            next_item, n_segments, blocks_per_segment, input_row_stride, output_row_stride, n_cols, BLOCK_SIZE, VEC,
+            LINE)
+        lo = tl.maximum(first_block, 1)
+        hi = tl.minimum(end_block, n_blocks - 1)
+        # one address per 16-byte vector, as the loads (one per 128-byte line lost 2-8% in the backward: round 30)
+        step: tl.constexpr = 128 // input_ptr.dtype.element_ty.primitive_bitwidth
+        vectors = tl.arange(0, BLOCK_SIZE // step) * step
+        for k in tl.static_range(N_BLOCKS):
+            if lo + k < hi:
+                _prefetch_l2(input_ptr + in_base + (lo + k) * BLOCK_SIZE + vectors)
+
+
+@triton.jit
 def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
                             n_segments, blocks_per_segment, max_polls, TILE_ROWS: tl.constexpr,
                             SEGMENTS_BLOCK: tl.constexpr, ALIGN: tl.constexpr, VEC: tl.constexpr,
@@ -784,9 +777,9 @@ def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, 
         else:
             tl.atomic_xchg(slots_ptr + item, _pack(segment_max, segment_sum), sem="relaxed")
             if WAIT_PREFETCH > 0:
-                _prefetch_next_item(input_ptr, input_ptr, item + tl.num_programs(0), n_rows * n_segments, n_segments,
-                                    blocks_per_segment, input_row_stride, input_row_stride, n_cols, TILE_ROWS * VEC,
-                                    VEC, LINE, WAIT_PREFETCH, False)
+                _prefetch_next_item(input_ptr, item + tl.num_programs(0), n_rows * n_segments, n_segments,
+                                    blocks_per_segment, input_row_stride, output_row_stride, n_cols, TILE_ROWS * VEC,
+                                    VEC, LINE, WAIT_PREFETCH)
             packed, in_row = _row_partials(input_ptr, slots_ptr, in_base, first_col, n_cols, n_blocks, row,
                                            n_segments, blocks_per_segment, max_polls, SEGMENTS_BLOCK, TILE_ROWS, VEC,
                                            UNROLL, LOG2, POLL_SLEEP)
@@ -1028,9 +1021,12 @@ TILE_STREAM_PREFETCH = 1
 # on both GPUs, forward and backward, and the rest unchanged. nanosleep is inline PTX: CUDA only.
 POLL_SLEEP_NS = 500
 POLL_SLEEP_MIN_SEGMENTS = 16
-# Blocks of its next item a stream program asks L2 for (prefetch.global.L2) right after publishing its
-# partial, so that HBM works while the program waits for its row's other segments (round 30).
-STREAM_WAIT_PREFETCH = 0
+# Tiles of its next item a tile-stream program asks L2 for right after publishing its partial, so that HBM
+# reads while the program waits for its row's other segments (notes/kernels.md, round 30). One tile (32 KB):
+# +0.8-3.3% on the H100 and +1.3-3.4% on the H200 at 262,144-1M; two tiles +0-3.7% on the H200, four and
+# eight lost 2-12% (the extra lines compete with pass 2's re-reads). The backward lost with it wherever it
+# spilled (fp32: -2% to -15%) and gained 0-4% only for 2-byte rows of 524,288 and more, so it has none.
+TILE_STREAM_WAIT_PREFETCH = 1
 # Exchange programs re-read their row's slots up to this many times (~0.5 us each, an L2 round
 # trip) before computing missing partials from the input. Co-resident siblings publish within
 # a few microseconds, so this only runs out when they are not running.
@@ -1346,9 +1342,9 @@ def _poll_sleep_ns(x: torch.Tensor, n_segments: int) -> int:
 
 
 def _wait_prefetch_blocks(x: torch.Tensor, n_segments: int, blocks=None) -> int:
-    """Blocks of the next item to prefetch while waiting (STREAM_WAIT_PREFETCH unless given): only where rows
-    exchange (several segments) and inline PTX runs, else 0."""
-    blocks = STREAM_WAIT_PREFETCH if blocks is None else blocks
+    """Tiles of the next item to prefetch while waiting (TILE_STREAM_WAIT_PREFETCH unless given): only where
+    rows exchange (several segments) and inline PTX runs (the prefetch is inline PTX), else 0."""
+    blocks = TILE_STREAM_WAIT_PREFETCH if blocks is None else blocks
     return blocks if n_segments > 1 and _inline_ptx(x) else 0
 
 
@@ -1381,8 +1377,7 @@ def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, s
     _launch(_tile_stream_fwd_kernel, (n_programs,), *args, **kwargs)
 
 
-def _backward_stream(dx, y, dy, block_size, num_warps, programs_per_sm, num_stages, segment_bytes, align,
-                     wait_prefetch=None):
+def _backward_stream(dx, y, dy, block_size, num_warps, programs_per_sm, num_stages, segment_bytes, align):
     """Launch the two-HBM-pass streaming backward on a persistent grid of (row, segment) items."""
     n_rows, n_cols = y.shape
     vec = _exchange_vec(y.element_size(), dx, y, dy)
@@ -1396,7 +1391,7 @@ def _backward_stream(dx, y, dy, block_size, num_warps, programs_per_sm, num_stag
             blocks_per_segment, _max_polls())
     kwargs = dict(BLOCK_SIZE=block_size, SEGMENTS_BLOCK=_segments_block(n_segments),
                   ALIGN=align, VEC=vec, NUM_STAGES=num_stages, LINE=line, POLL_SLEEP=_poll_sleep_ns(y, n_segments),
-                  WAIT_PREFETCH=_wait_prefetch_blocks(y, n_segments, wait_prefetch), num_warps=num_warps)
+                  num_warps=num_warps)
     n_programs = _persistent_programs(_stream_bwd_kernel, args, kwargs, n_rows * n_segments, n_segments,
                                       programs_per_sm, y.device)
     _launch(_stream_bwd_kernel, (n_programs,), *args, **kwargs)

@@ -10,7 +10,10 @@ Exploration for tuning SOFTMAX_PLANS, not evidence: every variant is checked aga
 then timed as build.py --run times (CUDA-graph replays, L2 flushed), beside a copy (forward) or a
 2-read-1-write add (backward) of the same bytes.
 
-    python scripts/probe_wait_prefetch.py [forward] [backward]   # on a CUDA machine; $OUT/probe_wait_prefetch.json
+    python scripts/probe_wait_prefetch.py [forward] [backward] [long] [one]   # on a CUDA machine; $OUT/probe_wait_prefetch.json
+
+The product kept the prefetch for the forward only: the backward lines need commit 2b3b072, whose stream
+backward still takes wait_prefetch (and prefetches both y and dy).
 """
 import sys
 from pathlib import Path
@@ -64,6 +67,20 @@ def backward_probe(out: list) -> None:
                            out, DTYPES)
 
 
+def one_probe(out: list) -> None:
+    """One block, forward and backward, at every long N (the H100's check of round 30's choice)."""
+    forward_configs_probe("wait-prefetch-forward", NS[1:], [("wait prefetch 1", forward_with(1))], out, DTYPES)
+    backward_configs_probe("wait-prefetch-backward", NS, [("wait prefetch 1", backward_with(1))], out, DTYPES)
+
+
+def long_probe(out: list) -> None:
+    """One and two blocks, forward and backward, at 524,288 and 1M (where two blocks gained on the H200)."""
+    forward_configs_probe("wait-prefetch-forward", NS[2:], [(f"wait prefetch {b}", forward_with(b)) for b in (1, 2)],
+                          out, DTYPES)
+    backward_configs_probe("wait-prefetch-backward", NS[2:],
+                           [(f"wait prefetch {b}", backward_with(b)) for b in (1, 2)], out, DTYPES)
+
+
 if __name__ == "__main__":
-    run_probes({"forward": forward_probe, "backward": backward_probe}, sys.argv[1:] or ["forward", "backward"],
-               "probe_wait_prefetch.json")
+    run_probes({"forward": forward_probe, "backward": backward_probe, "long": long_probe, "one": one_probe},
+               sys.argv[1:] or ["forward", "backward"], "probe_wait_prefetch.json")

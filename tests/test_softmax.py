@@ -176,14 +176,16 @@ signature = {"output_ptr": pointer, "input_ptr": pointer, "slots_ptr": "*i64", "
              "output_row_stride": "i32", "n_rows": "i32", "n_cols": "i32", "n_segments": "i32",
              "blocks_per_segment": "i32", "max_polls": "i32", "TILE_ROWS": "constexpr", "SEGMENTS_BLOCK": "constexpr",
              "ALIGN": "constexpr", "VEC": "constexpr", "UNROLL": "constexpr", "LOG2": "constexpr", "GUARD": "constexpr",
-             "PREFETCH": "constexpr", "LINE": "constexpr", "POLL_SLEEP": "constexpr"}
+             "PREFETCH": "constexpr", "LINE": "constexpr", "POLL_SLEEP": "constexpr", "WAIT_PREFETCH": "constexpr"}
 vec = 4 if sys.argv[1] == "fp32" else 8
-constexprs = dict(TILE_ROWS=2048, SEGMENTS_BLOCK=8, ALIGN=vec, VEC=vec, UNROLL=1, LOG2=vec == 8,
-                  GUARD=sys.argv[1] == "bf16", PREFETCH=sm.TILE_STREAM_PREFETCH, LINE=True, POLL_SLEEP=sm.POLL_SLEEP_NS)
-kernel = triton.compile(ASTSource(fn=sm._tile_stream_fwd_kernel, signature=signature, constexprs=constexprs),
-                        target=GPUTarget("cuda", 90, 32), options={"num_warps": 32, "maxnreg": 64})
-ptx = kernel.asm["ptx"]
-print(ptx.count("prefetch.global.L2::evict_last"), ptx.count("nanosleep.u32"), len(kernel.asm["cubin"]))
+for wait_prefetch in (0, sm.TILE_STREAM_WAIT_PREFETCH):
+    constexprs = dict(TILE_ROWS=2048, SEGMENTS_BLOCK=8, ALIGN=vec, VEC=vec, UNROLL=1, LOG2=vec == 8,
+                      GUARD=sys.argv[1] == "bf16", PREFETCH=sm.TILE_STREAM_PREFETCH, LINE=True,
+                      POLL_SLEEP=sm.POLL_SLEEP_NS, WAIT_PREFETCH=wait_prefetch)
+    kernel = triton.compile(ASTSource(fn=sm._tile_stream_fwd_kernel, signature=signature, constexprs=constexprs),
+                            target=GPUTarget("cuda", 90, 32), options={"num_warps": 32, "maxnreg": 64})
+    ptx = kernel.asm["ptx"]
+    print(ptx.count("prefetch.global.L2::evict_last"), ptx.count("nanosleep.u32"), len(kernel.asm["cubin"]))
 """
 
 
@@ -198,11 +200,15 @@ def compiled_for_hopper(script: str, *args: str) -> str:
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
 def test_tile_stream_prefetch_compiles_for_hopper(dtype):
-    """tile-stream's prefetch and poll-sleep PTX go through ptxas for sm_90 (GPU paths the interpreter skips)."""
+    """tile-stream's prefetches and poll-sleep PTX go through ptxas for sm_90 (GPU paths the interpreter skips)."""
     assert sm.TILE_STREAM_PREFETCH > 0 and sm._l2_prefetch_steps(torch.ones(1)) == 0  # off for CPU tensors
     assert sm.POLL_SLEEP_NS > 0 and sm._poll_sleep_ns(torch.ones(1), sm.POLL_SLEEP_MIN_SEGMENTS) == 0
-    prefetches, sleeps, cubin_bytes = map(int, compiled_for_hopper(HOPPER_COMPILE, dtype).split()[-3:])
-    assert prefetches >= 1 and sleeps >= 1 and cubin_bytes > 0
+    assert sm.TILE_STREAM_WAIT_PREFETCH > 0 and sm._wait_prefetch_blocks(torch.ones(1), 16) == 0
+    lines = compiled_for_hopper(HOPPER_COMPILE, dtype).split("\n")
+    (loop_prefetches, _, _), (prefetches, sleeps, cubin_bytes) = (map(int, line.split()) for line in lines[-3:-1])
+    # the wait's prefetch: one address per 16-byte vector of a tile, 2 a thread at 32 warps
+    assert loop_prefetches >= 1 and prefetches == loop_prefetches + 2 * sm.TILE_STREAM_WAIT_PREFETCH
+    assert sleeps >= 1 and cubin_bytes > 0
 
 
 ROWS_BACKWARD_COMPILE = """
