@@ -279,25 +279,6 @@ def _await_row(slots_ptr, row, n_chunks, max_polls, CHUNKS_BLOCK: tl.constexpr, 
 
 
 @triton.jit
-def _await_counted_row(slots_ptr, counter_ptr, row, n_chunks, max_polls, CHUNKS_BLOCK: tl.constexpr,
-                       SLEEP_NS: tl.constexpr = 0):
-    """As _await_row, but re-reading only the row's count of published slots (one thread's acquire load,
-    which each sibling's release add follows its slot with), then the slots once."""
-    count = tl.atomic_add(counter_ptr, 0, sem="acquire")
-    polls = 0
-    while (count < n_chunks) & (polls < max_polls):
-        if SLEEP_NS > 0:
-            tl.inline_asm_elementwise("nanosleep.u32 $1;\n\tmov.u32 $0, 0;", "=r,r", [polls * 0 + SLEEP_NS],
-                                      dtype=tl.int32, is_pure=False, pack=1)
-        count = tl.atomic_add(counter_ptr, 0, sem="acquire")
-        polls += 1
-    siblings = tl.arange(0, CHUNKS_BLOCK)
-    in_row = siblings < n_chunks
-    packed = tl.load(slots_ptr + row * n_chunks + siblings, mask=in_row, other=-1, volatile=True)
-    return packed, tl.sum((packed == 0).to(tl.int32), axis=0), in_row
-
-
-@triton.jit
 def _combine_partials(packed, in_row, LOG2: tl.constexpr = False):
     """(row max, 1 / row sum of exp(x - max)) from a row's published (max, sum) partials; with LOG2
     the maxima are scaled by log2(e) (see LOG2E) and so is the row max returned."""
@@ -598,9 +579,8 @@ def _stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, slots_ptr, g
                        output_row_stride, grad_output_row_stride, n_rows, n_cols, n_segments, blocks_per_segment,
                        max_polls, BLOCK_SIZE: tl.constexpr, SEGMENTS_BLOCK: tl.constexpr, ALIGN: tl.constexpr,
                        VEC: tl.constexpr, NUM_STAGES: tl.constexpr, LINE: tl.constexpr = False,
-                       POLL_SLEEP: tl.constexpr = 0, COUNT: tl.constexpr = False):
-    """Two-HBM-pass softmax backward of long rows: y, dy streamed twice, sum(y * dy) exchanged (COUNT: each
-    row's published slots also counted, after the slots, and waited on by their count)."""
+                       POLL_SLEEP: tl.constexpr = 0):
+    """Two-HBM-pass softmax backward of long rows: y, dy streamed twice, sum(y * dy) exchanged."""
     n_cols = n_cols // ALIGN * ALIGN
     grad_input_row_stride = grad_input_row_stride // ALIGN * ALIGN
     output_row_stride = output_row_stride // ALIGN * ALIGN
@@ -617,14 +597,7 @@ def _stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, slots_ptr, g
         if SEGMENTS_BLOCK > 1:
             # the upper word 1.0 makes the slot non-zero whatever the dot
             tl.atomic_xchg(slots_ptr + item, _pack(tl.full((), 1.0, tl.float32), row_dot), sem="relaxed")
-            if COUNT:
-                counter = slots_ptr + n_rows * n_segments + row
-                tl.atomic_add(counter, 1, sem="release")
-                packed, n_missing, in_row = _await_counted_row(slots_ptr, counter, row, n_segments, max_polls,
-                                                               SEGMENTS_BLOCK, POLL_SLEEP)
-            else:
-                packed, n_missing, in_row = _await_row(slots_ptr, row, n_segments, max_polls, SEGMENTS_BLOCK,
-                                                       POLL_SLEEP)
+            packed, n_missing, in_row = _await_row(slots_ptr, row, n_segments, max_polls, SEGMENTS_BLOCK, POLL_SLEEP)
             if n_missing > 0:
                 # siblings not running: compute and publish their dots from y and dy
                 for sibling in range(0, n_segments):
@@ -739,16 +712,11 @@ def _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_c
 @triton.jit
 def _row_partials(input_ptr, slots_ptr, in_base, first_col, n_cols, n_blocks, row, n_segments, blocks_per_segment,
                   max_polls, SEGMENTS_BLOCK: tl.constexpr, TILE_ROWS: tl.constexpr, VEC: tl.constexpr,
-                  UNROLL: tl.constexpr, LOG2: tl.constexpr = False, SLEEP_NS: tl.constexpr = 0,
-                  counter_ptr=None, COUNT: tl.constexpr = False):
+                  UNROLL: tl.constexpr, LOG2: tl.constexpr = False, SLEEP_NS: tl.constexpr = 0):
     """(packed (max, sum) partials, in-row mask) of a row's segments, as their programs publish them;
     any still missing after max_polls re-reads is computed here from the input and published, so that
-    later siblings find it (see _await_row; COUNT: _await_counted_row on counter_ptr)."""
-    if COUNT:
-        packed, n_missing, in_row = _await_counted_row(slots_ptr, counter_ptr, row, n_segments, max_polls,
-                                                       SEGMENTS_BLOCK, SLEEP_NS)
-    else:
-        packed, n_missing, in_row = _await_row(slots_ptr, row, n_segments, max_polls, SEGMENTS_BLOCK, SLEEP_NS)
+    later siblings find it (see _await_row)."""
+    packed, n_missing, in_row = _await_row(slots_ptr, row, n_segments, max_polls, SEGMENTS_BLOCK, SLEEP_NS)
     if n_missing > 0:
         for sibling in range(0, n_segments):
             slot = slots_ptr + row * n_segments + sibling
@@ -789,7 +757,7 @@ def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, 
                             SEGMENTS_BLOCK: tl.constexpr, ALIGN: tl.constexpr, VEC: tl.constexpr,
                             UNROLL: tl.constexpr, LOG2: tl.constexpr = False, GUARD: tl.constexpr = False,
                             PREFETCH: tl.constexpr = 0, LINE: tl.constexpr = False, POLL_SLEEP: tl.constexpr = 0,
-                            WAIT_PREFETCH: tl.constexpr = 0, COUNT: tl.constexpr = False):
+                            WAIT_PREFETCH: tl.constexpr = 0):
     """The stream kernel on the tile kernel's register diet: [TILE_ROWS, VEC] tiles with one running
     (max, sum) per vector, plain loads (no shared-memory stages), so many warps fit an SM."""
     n_cols = n_cols // ALIGN * ALIGN
@@ -812,12 +780,9 @@ def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, 
                 _prefetch_next_item(input_ptr, item + tl.num_programs(0), n_rows * n_segments, n_segments,
                                     blocks_per_segment, input_row_stride, output_row_stride, n_cols, TILE_ROWS * VEC,
                                     VEC, LINE, WAIT_PREFETCH)
-            counter = slots_ptr + n_rows * n_segments + row
-            if COUNT:
-                tl.atomic_add(counter, 1, sem="release")
             packed, in_row = _row_partials(input_ptr, slots_ptr, in_base, first_col, n_cols, n_blocks, row,
                                            n_segments, blocks_per_segment, max_polls, SEGMENTS_BLOCK, TILE_ROWS, VEC,
-                                           UNROLL, LOG2, POLL_SLEEP, counter, COUNT)
+                                           UNROLL, LOG2, POLL_SLEEP)
             row_max, inv_row_sum = _combine_partials(packed, in_row, LOG2)
         scale = LOG2E
         if GUARD:  # a row whose scaled max is infinite (see LOG2E): its statistics again, from every segment
@@ -1389,7 +1354,7 @@ def _l2_prefetch_steps(x: torch.Tensor) -> int:
 
 
 def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, segment_bytes, align, unroll=1,
-                         log2=False, wait_prefetch=None, count=False, poll_sleep=None):
+                         log2=False, wait_prefetch=None):
     """Launch the tile-stream forward on a persistent grid of (row, segment) items."""
     n_rows, n_cols = x.shape
     vec = _exchange_vec(x.element_size(), x, y)
@@ -1399,13 +1364,12 @@ def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, s
                                       programs_per_sm * _sm_count(x.device))
     n_segments, blocks_per_segment = _stream_segments(n_cols, x.element_size(), tile_rows * vec, segment_bytes,
                                                       align, vec, line)
-    slots = torch.zeros((n_rows * n_segments + n_rows) if n_segments > 1 else 1, dtype=torch.int64, device=x.device)
+    slots = torch.zeros(n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=x.device)
     args = (y, x, slots, x.stride(0), y.stride(0), n_rows, n_cols, n_segments, blocks_per_segment, _max_polls())
     maxnreg = min(255, 65536 // (programs_per_sm * num_warps * 32) // 8 * 8)
     kwargs = dict(TILE_ROWS=tile_rows, SEGMENTS_BLOCK=_segments_block(n_segments), ALIGN=align, VEC=vec,
                   UNROLL=unroll, LOG2=log2, GUARD=_log2_guard(x, log2),
-                  PREFETCH=_l2_prefetch_steps(x), LINE=line,
-                  POLL_SLEEP=_poll_sleep_ns(x, n_segments) if poll_sleep is None else poll_sleep, COUNT=count,
+                  PREFETCH=_l2_prefetch_steps(x), LINE=line, POLL_SLEEP=_poll_sleep_ns(x, n_segments),
                   WAIT_PREFETCH=_wait_prefetch_blocks(x, n_segments, wait_prefetch), num_warps=num_warps,
                   maxnreg=maxnreg)
     n_programs = _persistent_programs(_tile_stream_fwd_kernel, args, kwargs, n_rows * n_segments, n_segments,
@@ -1413,8 +1377,7 @@ def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, s
     _launch(_tile_stream_fwd_kernel, (n_programs,), *args, **kwargs)
 
 
-def _backward_stream(dx, y, dy, block_size, num_warps, programs_per_sm, num_stages, segment_bytes, align, count=False,
-                     poll_sleep=None):
+def _backward_stream(dx, y, dy, block_size, num_warps, programs_per_sm, num_stages, segment_bytes, align):
     """Launch the two-HBM-pass streaming backward on a persistent grid of (row, segment) items."""
     n_rows, n_cols = y.shape
     vec = _exchange_vec(y.element_size(), dx, y, dy)
@@ -1423,12 +1386,11 @@ def _backward_stream(dx, y, dy, block_size, num_warps, programs_per_sm, num_stag
                                       programs_per_sm * _sm_count(y.device))
     n_segments, blocks_per_segment = _stream_segments(n_cols, 2 * y.element_size(), block_size, segment_bytes,
                                                       align, vec, line)
-    slots = torch.zeros((n_rows * n_segments + n_rows) if n_segments > 1 else 1, dtype=torch.int64, device=y.device)
+    slots = torch.zeros(n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=y.device)
     args = (dx, y, dy, slots, dx.stride(0), y.stride(0), dy.stride(0), n_rows, n_cols, n_segments,
             blocks_per_segment, _max_polls())
     kwargs = dict(BLOCK_SIZE=block_size, SEGMENTS_BLOCK=_segments_block(n_segments),
-                  ALIGN=align, VEC=vec, NUM_STAGES=num_stages, LINE=line,
-                  POLL_SLEEP=_poll_sleep_ns(y, n_segments) if poll_sleep is None else poll_sleep, COUNT=count,
+                  ALIGN=align, VEC=vec, NUM_STAGES=num_stages, LINE=line, POLL_SLEEP=_poll_sleep_ns(y, n_segments),
                   num_warps=num_warps)
     n_programs = _persistent_programs(_stream_bwd_kernel, args, kwargs, n_rows * n_segments, n_segments,
                                       programs_per_sm, y.device)

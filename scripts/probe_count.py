@@ -13,6 +13,8 @@ then timed as build.py --run times (CUDA-graph replays, L2 flushed), beside a co
 2-read-1-write add (backward) of the same bytes.
 
     python scripts/probe_count.py [forward] [backward]   # on a CUDA machine; $OUT/probe_count.json
+
+The product never kept COUNT (round 31 missed): run this probe on commit d28bab9, whose kernels have it.
 """
 import sys
 from pathlib import Path
