@@ -261,7 +261,9 @@ def _store_chunk(ptr, offsets, cols, n_cols, interior, values):
 @triton.jit
 def _await_row(slots_ptr, row, n_chunks, max_polls, CHUNKS_BLOCK: tl.constexpr, SLEEP_NS: tl.constexpr = 0):
     """The row's n_chunks slots, re-read until none is 0 or max_polls re-reads are spent; SLEEP_NS > 0
-    (CUDA only, inline PTX): a nanosleep before each re-read (see POLL_SLEEP_NS)."""
+    (CUDA only, inline PTX): a nanosleep before each re-read (see POLL_SLEEP_NS). A CHUNKS_BLOCK of at least
+    one lane per thread keeps the re-reads in the first warp (see POLL_ONE_WARP); a smaller one is held,
+    and re-read, by every warp."""
     siblings = tl.arange(0, CHUNKS_BLOCK)
     ptrs = slots_ptr + row * n_chunks + siblings
     in_row = siblings < n_chunks
@@ -1021,6 +1023,9 @@ TILE_STREAM_PREFETCH = 1
 # on both GPUs, forward and backward, and the rest unchanged. nanosleep is inline PTX: CUDA only.
 POLL_SLEEP_NS = 500
 POLL_SLEEP_MIN_SEGMENTS = 16
+# Whether the stream kernels' slot vector gets a lane per thread, so that only the first warp re-reads the
+# slots (round 33); otherwise Triton replicates the small vector in every warp.
+POLL_ONE_WARP = False
 # Tiles of its next item a tile-stream program asks L2 for right after publishing its partial, so that HBM
 # reads while the program waits for its row's other segments (notes/kernels.md, round 30). One tile (32 KB):
 # +0.8-3.3% on the H100 and +1.3-3.4% on the H200 at 262,144-1M; two tiles +0-3.7% on the H200, four and
@@ -1316,9 +1321,12 @@ def _few_rows_segment(segment_bytes: float, n_rows: int, row_bytes: int, n_progr
     return min(segment_bytes, max(1, row_bytes // triton.cdiv(n_programs, max(1, n_rows))))
 
 
-def _segments_block(n_segments: int) -> int:
-    """The slot vector's constexpr width: 1 (no exchange) or a power of two >= 16 (few compiles)."""
-    return 1 if n_segments == 1 else max(16, triton.next_power_of_2(n_segments))
+def _segments_block(n_segments: int, num_warps: int = 0, one_warp=None) -> int:
+    """The slot vector's constexpr width: 1 (no exchange) or a power of two >= 16 (few compiles); with
+    POLL_ONE_WARP (or one_warp) at least one lane per thread of num_warps warps, so that only the first warp
+    holds, and re-reads, the slots."""
+    one_warp = POLL_ONE_WARP if one_warp is None else one_warp
+    return 1 if n_segments == 1 else max(16, triton.next_power_of_2(n_segments), 32 * num_warps if one_warp else 0)
 
 
 def _line_bases(vec: int, block_size: int, *tensors) -> bool:
@@ -1354,7 +1362,7 @@ def _l2_prefetch_steps(x: torch.Tensor) -> int:
 
 
 def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, segment_bytes, align, unroll=1,
-                         log2=False, wait_prefetch=None):
+                         log2=False, wait_prefetch=None, one_warp=None, poll_sleep=None):
     """Launch the tile-stream forward on a persistent grid of (row, segment) items."""
     n_rows, n_cols = x.shape
     vec = _exchange_vec(x.element_size(), x, y)
@@ -1367,9 +1375,11 @@ def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, s
     slots = torch.zeros(n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=x.device)
     args = (y, x, slots, x.stride(0), y.stride(0), n_rows, n_cols, n_segments, blocks_per_segment, _max_polls())
     maxnreg = min(255, 65536 // (programs_per_sm * num_warps * 32) // 8 * 8)
-    kwargs = dict(TILE_ROWS=tile_rows, SEGMENTS_BLOCK=_segments_block(n_segments), ALIGN=align, VEC=vec,
+    kwargs = dict(TILE_ROWS=tile_rows, SEGMENTS_BLOCK=_segments_block(n_segments, num_warps, one_warp), ALIGN=align,
+                  VEC=vec,
                   UNROLL=unroll, LOG2=log2, GUARD=_log2_guard(x, log2),
-                  PREFETCH=_l2_prefetch_steps(x), LINE=line, POLL_SLEEP=_poll_sleep_ns(x, n_segments),
+                  PREFETCH=_l2_prefetch_steps(x), LINE=line,
+                  POLL_SLEEP=_poll_sleep_ns(x, n_segments) if poll_sleep is None else poll_sleep,
                   WAIT_PREFETCH=_wait_prefetch_blocks(x, n_segments, wait_prefetch), num_warps=num_warps,
                   maxnreg=maxnreg)
     n_programs = _persistent_programs(_tile_stream_fwd_kernel, args, kwargs, n_rows * n_segments, n_segments,
@@ -1377,7 +1387,8 @@ def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, s
     _launch(_tile_stream_fwd_kernel, (n_programs,), *args, **kwargs)
 
 
-def _backward_stream(dx, y, dy, block_size, num_warps, programs_per_sm, num_stages, segment_bytes, align):
+def _backward_stream(dx, y, dy, block_size, num_warps, programs_per_sm, num_stages, segment_bytes, align,
+                     one_warp=None, poll_sleep=None):
     """Launch the two-HBM-pass streaming backward on a persistent grid of (row, segment) items."""
     n_rows, n_cols = y.shape
     vec = _exchange_vec(y.element_size(), dx, y, dy)
@@ -1389,9 +1400,9 @@ def _backward_stream(dx, y, dy, block_size, num_warps, programs_per_sm, num_stag
     slots = torch.zeros(n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=y.device)
     args = (dx, y, dy, slots, dx.stride(0), y.stride(0), dy.stride(0), n_rows, n_cols, n_segments,
             blocks_per_segment, _max_polls())
-    kwargs = dict(BLOCK_SIZE=block_size, SEGMENTS_BLOCK=_segments_block(n_segments),
-                  ALIGN=align, VEC=vec, NUM_STAGES=num_stages, LINE=line, POLL_SLEEP=_poll_sleep_ns(y, n_segments),
-                  num_warps=num_warps)
+    kwargs = dict(BLOCK_SIZE=block_size, SEGMENTS_BLOCK=_segments_block(n_segments, num_warps, one_warp),
+                  ALIGN=align, VEC=vec, NUM_STAGES=num_stages, LINE=line,
+                  POLL_SLEEP=_poll_sleep_ns(y, n_segments) if poll_sleep is None else poll_sleep, num_warps=num_warps)
     n_programs = _persistent_programs(_stream_bwd_kernel, args, kwargs, n_rows * n_segments, n_segments,
                                       programs_per_sm, y.device)
     _launch(_stream_bwd_kernel, (n_programs,), *args, **kwargs)
