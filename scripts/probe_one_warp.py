@@ -12,6 +12,9 @@ then timed as build.py --run times (CUDA-graph replays, L2 flushed), beside a co
 2-read-1-write add (backward) of the same bytes.
 
     python scripts/probe_one_warp.py [forward] [backward]   # on a CUDA machine; $OUT/probe_one_warp.json
+
+It ran on commit a20a935, where the launchers still took one_warp and poll_sleep and the dispatcher line
+re-read from every warp; since round 33's table the dispatcher itself re-reads from one warp where it gains.
 """
 import sys
 from pathlib import Path

@@ -204,6 +204,7 @@ def test_tile_stream_prefetch_compiles_for_hopper(dtype):
     assert sm.TILE_STREAM_PREFETCH > 0 and sm._l2_prefetch_steps(torch.ones(1)) == 0  # off for CPU tensors
     assert sm.POLL_SLEEP_NS > 0 and sm._poll_sleep_ns(torch.ones(1), sm.POLL_SLEEP_MIN_SEGMENTS) == 0
     assert sm.TILE_STREAM_WAIT_PREFETCH > 0 and sm._wait_prefetch_blocks(torch.ones(1), 16) == 0
+    assert sm._segments_block(8, 32, one_warp=True) == 1024 and sm._segments_block(8, 32) == 16
     lines = compiled_for_hopper(HOPPER_COMPILE, dtype).split("\n")
     (loop_prefetches, _, _), (prefetches, sleeps, cubin_bytes) = (map(int, line.split()) for line in lines[-3:-1])
     # the wait's prefetch: one address per 16-byte vector of a tile, 2 a thread at 32 warps
@@ -338,23 +339,24 @@ def stream_views(dtype):
     }
 
 
-# (block_size, programs_per_sm, segment blocks): several segments exchanging partials with
-# more programs than segments; one block per segment (edge blocks alone); whole rows (no exchange)
-STREAM_CONFIGS = [(16, 2, 2), (32, 3, 1), (64, 1, math.inf)]
-# tile-stream (programs_per_sm, segment tiles, unroll), tiles of 32 vectors (one warp, one vector
-# a thread): the same three cases, loops unrolled or not
-TILE_STREAM_CONFIGS = [(2, 2, 1), (3, 1, 2), (1, math.inf, 2)]
+# (block_size, programs_per_sm, segment blocks, one_warp): several segments exchanging partials with
+# more programs than segments; one block per segment (edge blocks alone); whole rows (no exchange);
+# the first again with a slot vector of a lane per thread (Plan.one_warp_poll)
+STREAM_CONFIGS = [(16, 2, 2, False), (32, 3, 1, False), (64, 1, math.inf, False), (16, 2, 2, True)]
+# tile-stream (programs_per_sm, segment tiles, unroll, one_warp), tiles of 32 vectors (one warp, one vector
+# a thread): the same four cases, loops unrolled or not
+TILE_STREAM_CONFIGS = [(2, 2, 1, False), (3, 1, 2, False), (1, math.inf, 2, False), (2, 2, 1, True)]
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("view", ["contiguous", "col_slice", "unaligned_base"])
-@pytest.mark.parametrize("programs_per_sm,segment_tiles,unroll", TILE_STREAM_CONFIGS)
-def test_tile_stream_kernel(view, programs_per_sm, segment_tiles, unroll, dtype):
+@pytest.mark.parametrize("programs_per_sm,segment_tiles,unroll,one_warp", TILE_STREAM_CONFIGS)
+def test_tile_stream_kernel(view, programs_per_sm, segment_tiles, unroll, one_warp, dtype):
     x = stream_views(dtype)[view]
     y = torch.full(x.shape, 1234.5, dtype=dtype, device=DEVICE)
     align = sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0))
     tile_bytes = 32 * sm._exchange_vec(x.element_size(), x, y) * x.element_size()
-    sm._forward_tile_stream(y, x, 1, 1, programs_per_sm, segment_tiles * tile_bytes, align, unroll)
+    sm._forward_tile_stream(y, x, 1, 1, programs_per_sm, segment_tiles * tile_bytes, align, unroll, one_warp=one_warp)
     assert_softmax(y, x)
 
 
@@ -395,15 +397,15 @@ def test_few_rows_get_smaller_segments():
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("view", ["contiguous", "col_slice", "unaligned_base"])
-@pytest.mark.parametrize("block_size,programs_per_sm,segment_blocks", STREAM_CONFIGS)
-def test_stream_backward_kernel(view, block_size, programs_per_sm, segment_blocks, dtype):
+@pytest.mark.parametrize("block_size,programs_per_sm,segment_blocks,one_warp", STREAM_CONFIGS)
+def test_stream_backward_kernel(view, block_size, programs_per_sm, segment_blocks, one_warp, dtype):
     x = stream_views(dtype)[view]
     y_in = torch.softmax(x.double(), -1).nan_to_num(0.0).to(dtype)
     dy = make_input(x.shape, dtype, seed=1)
     dx = torch.full(x.shape, 1234.5, dtype=dtype, device=DEVICE)
     align = sm._vector_align(x.element_size(), x.shape[1], dx.stride(0), y_in.stride(0), dy.stride(0))
     sm._backward_stream(dx, y_in, dy, block_size, 4, programs_per_sm, 2,
-                        segment_blocks * block_size * 2 * x.element_size(), align)
+                        segment_blocks * block_size * 2 * x.element_size(), align, one_warp=one_warp)
     expected = y_in.double() * (dy.double() - (y_in.double() * dy.double()).sum(-1, keepdim=True))
     assert_grad(dx, expected, dtype)
 
