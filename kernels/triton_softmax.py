@@ -262,7 +262,7 @@ def _store_chunk(ptr, offsets, cols, n_cols, interior, values):
 def _await_row(slots_ptr, row, n_chunks, max_polls, CHUNKS_BLOCK: tl.constexpr, SLEEP_NS: tl.constexpr = 0):
     """The row's n_chunks slots, re-read until none is 0 or max_polls re-reads are spent; SLEEP_NS > 0
     (CUDA only, inline PTX): a nanosleep before each re-read (see POLL_SLEEP_NS). A CHUNKS_BLOCK of at least
-    one lane per thread keeps the re-reads in the first warp (Plan.one_warp_poll); a smaller one is held,
+    one lane per thread keeps the re-reads in the first warp (Plan.one_warp_from); a smaller one is held,
     and re-read, by every warp."""
     siblings = tl.arange(0, CHUNKS_BLOCK)
     ptrs = slots_ptr + row * n_chunks + siblings
@@ -894,7 +894,8 @@ class Plan(NamedTuple):
     segment_bytes: float = 0  # stream, tile-stream: bytes of a row one program streams twice at most
     unroll: int = 1        # tile, tile-stream: loop unroll factor (loads of the next steps issued early)
     whole_vectors: bool = False  # the row applies only to rows of whole 16-byte vectors (ALIGN = 16 / elem_bytes)
-    one_warp_poll: bool = False  # stream, tile-stream: a waiting segment's slots re-read by one warp, no sleep
+    one_warp_from: int = 0  # stream, tile-stream: rows of this many segments or more have a waiting segment's
+                            # slots re-read by one warp, without sleeping (0: never)
 
 
 # Short rows: tiles of ~4096 elements, so each program moves 8-16 KB and a thread holds 2-4
@@ -971,14 +972,15 @@ class Plan(NamedTuple):
 # and 32,768. fp32 24,577-32,768 on rows of 16 warps (128 registers; spills 14, still the fastest): at
 # 28,000 +15% and at 32,768 +9% over "online" on the H200, +2% at 32,768 on the H100; at 20,000 and
 # 24,000 (27% padding) "online" stays ahead by 0.6-5%. Below 8,192 keeping y and dy 2-byte is within 1%.
-# Rows cut into segments, where one warp re-reads a waiting segment's slots (one_warp_poll, round 33): by
+# Rows cut into segments, where one warp re-reads a waiting segment's slots (one_warp_from, round 33): by
 # default Triton gives each of the program's 32 warps a copy of the small slot vector, and every warp re-reads
 # it; a lane per thread keeps the loads in the first warp. The wait's latency had grown with the segments a
 # row (round 32's timeline, H200: 1.0 us at 2-4, 1.8-1.9 us at 8-16). For 2-byte forward rows +0.7% to +3.2%
 # (H200) and +0.1% to +2.1% (H100) at 262,144-1M; fp32 forward lost 0.9-1.6% on the H100, so it keeps the
 # per-warp copies. For the fp32 backward, without the sleep: at 1M +15.5% (H200) and +6.8% (H100), at 262,144
 # +2.8% and +4.7%, at 131,072 and 524,288 -0.7% to +2.7%; the 2-byte backward then spilled and lost 10-20%
-# (notes/probes/2026-11-22-h{100,200}-one-warp.json).
+# (notes/probes/2026-11-22-h{100,200}-one-warp.json). The sweeps of 0c41d40 then put the fp32 backward at
+# 131,072 (4 segments) at -2.5% on the H200 (+3.4% on the H100), so it starts at 8 segments (262,144).
 SOFTMAX_PLANS = (
     #     op          max_cols  min_rows bytes path      rows  block  warps  progs stages segment unroll
     Plan("forward",        64,        0,  0, "rows",      64,     0,     4,    0),
@@ -1000,7 +1002,7 @@ SOFTMAX_PLANS = (
     Plan("forward",     65536,        2,  0, "tile",       2,     0,    32,    1,    0,      0, 4),
     Plan("forward",    131072,        2,  2, "tile",       2,     0,    32,    1,    0,      0, 2),
     Plan("forward",     65536,        0,  4, "exchange",   0,  4096,     8,    4),
-    Plan("forward",  math.inf,        0,  2, "tile-stream", 2,    0,    32,    1,    0, 262144, one_warp_poll=True),
+    Plan("forward",  math.inf,        0,  2, "tile-stream", 2,    0,    32,    1,    0, 262144, one_warp_from=2),
     Plan("forward",  math.inf,        0,  4, "tile-stream", 2,    0,    32,    1,    0, 262144),
     Plan("backward",       64,        0,  0, "rows",      32,     0,     4,    0),
     Plan("backward",      128,        0,  0, "rows",      16,     0,     4,    0),
@@ -1015,7 +1017,7 @@ SOFTMAX_PLANS = (
     Plan("backward",    32768,        0,  2, "rows",       1,     0,    32,    0),
     Plan("backward",    24576,        2,  4, "online",     0,  8192,    32,    1),
     Plan("backward",    32768,        2,  4, "rows",       1,     0,    16,    0),
-    Plan("backward",  math.inf,        0,  4, "stream",     0,  8192,    32,    1,    1, 262144, one_warp_poll=True),
+    Plan("backward",  math.inf,        0,  4, "stream",     0,  8192,    32,    1,    1, 262144, one_warp_from=8),
     Plan("backward",  math.inf,        0,  2, "stream",     0, 16384,    32,    1,    1, 262144),
 )
 
@@ -1031,7 +1033,7 @@ TILE_STREAM_PREFETCH = 1
 # (32 segments), +2.4% for fp16 (16) and the fp32 forward (16), +0.9% for the fp16 forward (8); at 131,072
 # (2-4 segments) it lost 1-2% (notes/kernels.md, round 26). The sweeps then measured fp32 1M +1.0-1.3 points
 # on both GPUs, forward and backward, and the rest unchanged. nanosleep is inline PTX: CUDA only. Rows where
-# one warp re-reads the slots (Plan.one_warp_poll) do not sleep: without the contention it only delays them.
+# one warp re-reads the slots (Plan.one_warp_from) do not sleep: without the contention it only delays them.
 POLL_SLEEP_NS = 500
 POLL_SLEEP_MIN_SEGMENTS = 16
 # Tiles of its next item a tile-stream program asks L2 for right after publishing its partial, so that HBM
@@ -1370,7 +1372,7 @@ def _l2_prefetch_steps(x: torch.Tensor) -> int:
 
 
 def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, segment_bytes, align, unroll=1,
-                         log2=False, wait_prefetch=None, one_warp=False):
+                         log2=False, wait_prefetch=None, one_warp_from=0):
     """Launch the tile-stream forward on a persistent grid of (row, segment) items."""
     n_rows, n_cols = x.shape
     vec = _exchange_vec(x.element_size(), x, y)
@@ -1383,11 +1385,13 @@ def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, s
     slots = torch.zeros(n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=x.device)
     args = (y, x, slots, x.stride(0), y.stride(0), n_rows, n_cols, n_segments, blocks_per_segment, _max_polls())
     maxnreg = min(255, 65536 // (programs_per_sm * num_warps * 32) // 8 * 8)
+    one_warp = 0 < one_warp_from <= n_segments
     kwargs = dict(TILE_ROWS=tile_rows, SEGMENTS_BLOCK=_segments_block(n_segments, num_warps, one_warp), ALIGN=align,
                   VEC=vec,
                   UNROLL=unroll, LOG2=log2, GUARD=_log2_guard(x, log2),
                   PREFETCH=_l2_prefetch_steps(x), LINE=line,
-                  POLL_SLEEP=_poll_sleep_ns(x, n_segments, one_warp), WAIT_PREFETCH=_wait_prefetch_blocks(x, n_segments, wait_prefetch), num_warps=num_warps,
+                  POLL_SLEEP=_poll_sleep_ns(x, n_segments, one_warp),
+                  WAIT_PREFETCH=_wait_prefetch_blocks(x, n_segments, wait_prefetch), num_warps=num_warps,
                   maxnreg=maxnreg)
     n_programs = _persistent_programs(_tile_stream_fwd_kernel, args, kwargs, n_rows * n_segments, n_segments,
                                       programs_per_sm, x.device)
@@ -1395,7 +1399,7 @@ def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, s
 
 
 def _backward_stream(dx, y, dy, block_size, num_warps, programs_per_sm, num_stages, segment_bytes, align,
-                     one_warp=False):
+                     one_warp_from=0):
     """Launch the two-HBM-pass streaming backward on a persistent grid of (row, segment) items."""
     n_rows, n_cols = y.shape
     vec = _exchange_vec(y.element_size(), dx, y, dy)
@@ -1407,6 +1411,7 @@ def _backward_stream(dx, y, dy, block_size, num_warps, programs_per_sm, num_stag
     slots = torch.zeros(n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=y.device)
     args = (dx, y, dy, slots, dx.stride(0), y.stride(0), dy.stride(0), n_rows, n_cols, n_segments,
             blocks_per_segment, _max_polls())
+    one_warp = 0 < one_warp_from <= n_segments
     kwargs = dict(BLOCK_SIZE=block_size, SEGMENTS_BLOCK=_segments_block(n_segments, num_warps, one_warp),
                   ALIGN=align, VEC=vec, NUM_STAGES=num_stages, LINE=line,
                   POLL_SLEEP=_poll_sleep_ns(y, n_segments, one_warp), num_warps=num_warps)
@@ -1443,7 +1448,7 @@ def _run_forward_plan(y, x, plan, align):
         _forward_exchange(y, x, plan.block_size, plan.num_warps, plan.programs_per_sm, align)
     else:
         _forward_tile_stream(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm, plan.segment_bytes,
-                             align, plan.unroll, log2, one_warp=plan.one_warp_poll)
+                             align, plan.unroll, log2, one_warp_from=plan.one_warp_from)
 
 
 def _run_backward_plan(dx, y, dy, plan, align):
@@ -1458,7 +1463,7 @@ def _run_backward_plan(dx, y, dy, plan, align):
         _backward_exchange(dx, y, dy, plan.block_size, plan.num_warps, plan.programs_per_sm, align)
     else:
         _backward_stream(dx, y, dy, plan.block_size, plan.num_warps, plan.programs_per_sm, plan.num_stages,
-                         plan.segment_bytes, align, one_warp=plan.one_warp_poll)
+                         plan.segment_bytes, align, one_warp_from=plan.one_warp_from)
 
 
 def softmax_forward(x: torch.Tensor) -> torch.Tensor:

@@ -339,24 +339,25 @@ def stream_views(dtype):
     }
 
 
-# (block_size, programs_per_sm, segment blocks, one_warp): several segments exchanging partials with
+# (block_size, programs_per_sm, segment blocks, one_warp_from): several segments exchanging partials with
 # more programs than segments; one block per segment (edge blocks alone); whole rows (no exchange);
 # the first again with a slot vector of a lane per thread (Plan.one_warp_poll)
-STREAM_CONFIGS = [(16, 2, 2, False), (32, 3, 1, False), (64, 1, math.inf, False), (16, 2, 2, True)]
-# tile-stream (programs_per_sm, segment tiles, unroll, one_warp), tiles of 32 vectors (one warp, one vector
+STREAM_CONFIGS = [(16, 2, 2, 0), (32, 3, 1, 0), (64, 1, math.inf, 0), (16, 2, 2, 2)]
+# tile-stream (programs_per_sm, segment tiles, unroll, one_warp_from), tiles of 32 vectors (one warp, one vector
 # a thread): the same four cases, loops unrolled or not
-TILE_STREAM_CONFIGS = [(2, 2, 1, False), (3, 1, 2, False), (1, math.inf, 2, False), (2, 2, 1, True)]
+TILE_STREAM_CONFIGS = [(2, 2, 1, 0), (3, 1, 2, 0), (1, math.inf, 2, 0), (2, 2, 1, 2)]
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("view", ["contiguous", "col_slice", "unaligned_base"])
-@pytest.mark.parametrize("programs_per_sm,segment_tiles,unroll,one_warp", TILE_STREAM_CONFIGS)
-def test_tile_stream_kernel(view, programs_per_sm, segment_tiles, unroll, one_warp, dtype):
+@pytest.mark.parametrize("programs_per_sm,segment_tiles,unroll,one_warp_from", TILE_STREAM_CONFIGS)
+def test_tile_stream_kernel(view, programs_per_sm, segment_tiles, unroll, one_warp_from, dtype):
     x = stream_views(dtype)[view]
     y = torch.full(x.shape, 1234.5, dtype=dtype, device=DEVICE)
     align = sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0))
     tile_bytes = 32 * sm._exchange_vec(x.element_size(), x, y) * x.element_size()
-    sm._forward_tile_stream(y, x, 1, 1, programs_per_sm, segment_tiles * tile_bytes, align, unroll, one_warp=one_warp)
+    sm._forward_tile_stream(y, x, 1, 1, programs_per_sm, segment_tiles * tile_bytes, align, unroll,
+                            one_warp_from=one_warp_from)
     assert_softmax(y, x)
 
 
@@ -397,15 +398,16 @@ def test_few_rows_get_smaller_segments():
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("view", ["contiguous", "col_slice", "unaligned_base"])
-@pytest.mark.parametrize("block_size,programs_per_sm,segment_blocks,one_warp", STREAM_CONFIGS)
-def test_stream_backward_kernel(view, block_size, programs_per_sm, segment_blocks, one_warp, dtype):
+@pytest.mark.parametrize("block_size,programs_per_sm,segment_blocks,one_warp_from", STREAM_CONFIGS)
+def test_stream_backward_kernel(view, block_size, programs_per_sm, segment_blocks, one_warp_from, dtype):
     x = stream_views(dtype)[view]
     y_in = torch.softmax(x.double(), -1).nan_to_num(0.0).to(dtype)
     dy = make_input(x.shape, dtype, seed=1)
     dx = torch.full(x.shape, 1234.5, dtype=dtype, device=DEVICE)
     align = sm._vector_align(x.element_size(), x.shape[1], dx.stride(0), y_in.stride(0), dy.stride(0))
     sm._backward_stream(dx, y_in, dy, block_size, 4, programs_per_sm, 2,
-                        segment_blocks * block_size * 2 * x.element_size(), align, one_warp=one_warp)
+                        segment_blocks * block_size * 2 * x.element_size(), align,
+                        one_warp_from=one_warp_from)
     expected = y_in.double() * (dy.double() - (y_in.double() * dy.double()).sum(-1, keepdim=True))
     assert_grad(dx, expected, dtype)
 
