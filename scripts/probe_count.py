@@ -19,52 +19,23 @@ The product never kept COUNT (round 31 missed): run this probe on commit d28bab9
 import sys
 from pathlib import Path
 
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from kernels import triton_softmax as sm  # noqa: E402
-from probe_long_rows import backward_configs_probe, forward_configs_probe, run_probes  # noqa: E402
+from probe_long_rows import (backward_configs_probe, forward_configs_probe, plan_backward,  # noqa: E402
+                             plan_forward, run_probes)
+from probe_wait_prefetch import DTYPES, NS  # noqa: E402  (the same cases)
 
-NS = [131072, 262144, 524288, 1048576]
-DTYPES = ["float32", "float16", "bfloat16"]
 SLEEPS = [0, 200, 500]
-
-
-def forward_with(**options):
-    """The dispatcher's forward, its tile-stream launched with options."""
-    def run(x):
-        y = torch.empty_like(x)
-        align = sm._forward_align(y, x)
-        plan = sm._select_plan("forward", *x.shape, x.element_size(), x.device, align)
-        assert plan.path == "tile-stream", plan
-        sm._forward_tile_stream(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm,
-                                plan.segment_bytes, align, plan.unroll, sm._log2_exp(x), **options)
-        return y
-    return run
-
-
-def backward_with(**options):
-    """The dispatcher's backward, its stream launched with options."""
-    def run(y, dy):
-        dx = torch.empty_like(y)
-        align = sm._backward_align(dx, y, dy)
-        plan = sm._select_plan("backward", *y.shape, y.element_size(), y.device, align)
-        assert plan.path == "stream", plan
-        sm._backward_stream(dx, y, dy, plan.block_size, plan.num_warps, plan.programs_per_sm, plan.num_stages,
-                            plan.segment_bytes, align, **options)
-        return dx
-    return run
 
 
 def forward_probe(out: list) -> None:
     """Dispatcher and the counted exchange per sleep, forward, per long N and dtype."""
-    forward_configs_probe("count-forward", NS[1:], [(f"count, sleep {ns}", forward_with(count=True, poll_sleep=ns))
+    forward_configs_probe("count-forward", NS[1:], [(f"count, sleep {ns}", plan_forward(count=True, poll_sleep=ns))
                                                     for ns in SLEEPS], out, DTYPES)
 
 
 def backward_probe(out: list) -> None:
     """Dispatcher and the counted exchange per sleep, backward, per long N and dtype."""
-    backward_configs_probe("count-backward", NS, [(f"count, sleep {ns}", backward_with(count=True, poll_sleep=ns))
+    backward_configs_probe("count-backward", NS, [(f"count, sleep {ns}", plan_backward(count=True, poll_sleep=ns))
                                                   for ns in SLEEPS], out, DTYPES)
 
 

@@ -128,6 +128,32 @@ def tile_unrolled_forward(config):
     return run
 
 
+def plan_forward(**options):
+    """The dispatcher's forward with its tile-stream launched with extra launcher options (a probe's)."""
+    def run(x):
+        y = torch.empty_like(x)
+        align = sm._forward_align(y, x)
+        plan = sm._select_plan("forward", *x.shape, x.element_size(), x.device, align)
+        assert plan.path == "tile-stream", plan
+        sm._forward_tile_stream(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm,
+                                plan.segment_bytes, align, plan.unroll, sm._log2_exp(x), **options)
+        return y
+    return run
+
+
+def plan_backward(**options):
+    """The dispatcher's backward with its stream launched with extra launcher options (a probe's)."""
+    def run(y, dy):
+        dx = torch.empty_like(y)
+        align = sm._backward_align(dx, y, dy)
+        plan = sm._select_plan("backward", *y.shape, y.element_size(), y.device, align)
+        assert plan.path == "stream", plan
+        sm._backward_stream(dx, y, dy, plan.block_size, plan.num_warps, plan.programs_per_sm, plan.num_stages,
+                            plan.segment_bytes, align, **options)
+        return dx
+    return run
+
+
 def rows_forward(rows_per_program, warps, load_cache="", store_cache="", load_evict="", store_evict=""):
     """A forward callable for one whole-rows tile (and cache modifiers, L2 eviction policies)."""
     def run(x):

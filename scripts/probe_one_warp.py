@@ -20,21 +20,22 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from probe_count import DTYPES, NS, backward_with, forward_with  # noqa: E402
-from probe_long_rows import backward_configs_probe, forward_configs_probe, run_probes  # noqa: E402
+from probe_long_rows import (backward_configs_probe, forward_configs_probe, plan_backward,  # noqa: E402
+                             plan_forward, run_probes)
+from probe_wait_prefetch import DTYPES, NS  # noqa: E402  (the same cases)
 
 VARIANTS = [("one warp", dict(one_warp=True)), ("one warp, no sleep", dict(one_warp=True, poll_sleep=0))]
 
 
 def forward_probe(out: list) -> None:
     """Dispatcher and the one-warp re-reads, forward, per long N and dtype."""
-    forward_configs_probe("one-warp-forward", NS[1:], [(label, forward_with(**o)) for label, o in VARIANTS], out,
+    forward_configs_probe("one-warp-forward", NS[1:], [(label, plan_forward(**o)) for label, o in VARIANTS], out,
                           DTYPES)
 
 
 def backward_probe(out: list) -> None:
     """Dispatcher and the one-warp re-reads, backward, per long N and dtype."""
-    backward_configs_probe("one-warp-backward", NS, [(label, backward_with(**o)) for label, o in VARIANTS], out,
+    backward_configs_probe("one-warp-backward", NS, [(label, plan_backward(**o)) for label, o in VARIANTS], out,
                            DTYPES)
 
 

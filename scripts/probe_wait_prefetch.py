@@ -18,67 +18,39 @@ backward still takes wait_prefetch (and prefetches both y and dy).
 import sys
 from pathlib import Path
 
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from kernels import triton_softmax as sm  # noqa: E402
-from probe_long_rows import backward_configs_probe, forward_configs_probe, run_probes  # noqa: E402
+from probe_long_rows import (backward_configs_probe, forward_configs_probe, plan_backward,  # noqa: E402
+                             plan_forward, run_probes)
 
 NS = [131072, 262144, 524288, 1048576]
 DTYPES = ["float32", "float16", "bfloat16"]
 BLOCKS = [2, 4, 8]
 
 
-def forward_with(blocks: int):
-    """The dispatcher's forward, its tile-stream launched with wait_prefetch = blocks."""
-    def run(x):
-        y = torch.empty_like(x)
-        align = sm._forward_align(y, x)
-        plan = sm._select_plan("forward", *x.shape, x.element_size(), x.device, align)
-        assert plan.path == "tile-stream", plan
-        sm._forward_tile_stream(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm,
-                                plan.segment_bytes, align, plan.unroll, sm._log2_exp(x), wait_prefetch=blocks)
-        return y
-    return run
-
-
-def backward_with(blocks: int):
-    """The dispatcher's backward, its stream launched with wait_prefetch = blocks."""
-    def run(y, dy):
-        dx = torch.empty_like(y)
-        align = sm._backward_align(dx, y, dy)
-        plan = sm._select_plan("backward", *y.shape, y.element_size(), y.device, align)
-        assert plan.path == "stream", plan
-        sm._backward_stream(dx, y, dy, plan.block_size, plan.num_warps, plan.programs_per_sm, plan.num_stages,
-                            plan.segment_bytes, align, wait_prefetch=blocks)
-        return dx
-    return run
-
-
 def forward_probe(out: list) -> None:
     """Dispatcher and its tile-stream with each prefetch depth, per long N and dtype."""
-    forward_configs_probe("wait-prefetch-forward", NS[1:], [(f"wait prefetch {b}", forward_with(b)) for b in BLOCKS],
+    forward_configs_probe("wait-prefetch-forward", NS[1:], [(f"wait prefetch {b}", plan_forward(wait_prefetch=b)) for b in BLOCKS],
                           out, DTYPES)
 
 
 def backward_probe(out: list) -> None:
     """Dispatcher and its stream backward with each prefetch depth, per long N and dtype."""
-    backward_configs_probe("wait-prefetch-backward", NS, [(f"wait prefetch {b}", backward_with(b)) for b in BLOCKS],
+    backward_configs_probe("wait-prefetch-backward", NS, [(f"wait prefetch {b}", plan_backward(wait_prefetch=b)) for b in BLOCKS],
                            out, DTYPES)
 
 
 def one_probe(out: list) -> None:
     """One block, forward and backward, at every long N (the H100's check of round 30's choice)."""
-    forward_configs_probe("wait-prefetch-forward", NS[1:], [("wait prefetch 1", forward_with(1))], out, DTYPES)
-    backward_configs_probe("wait-prefetch-backward", NS, [("wait prefetch 1", backward_with(1))], out, DTYPES)
+    forward_configs_probe("wait-prefetch-forward", NS[1:], [("wait prefetch 1", plan_forward(wait_prefetch=1))], out, DTYPES)
+    backward_configs_probe("wait-prefetch-backward", NS, [("wait prefetch 1", plan_backward(wait_prefetch=1))], out, DTYPES)
 
 
 def long_probe(out: list) -> None:
     """One and two blocks, forward and backward, at 524,288 and 1M (where two blocks gained on the H200)."""
-    forward_configs_probe("wait-prefetch-forward", NS[2:], [(f"wait prefetch {b}", forward_with(b)) for b in (1, 2)],
+    forward_configs_probe("wait-prefetch-forward", NS[2:], [(f"wait prefetch {b}", plan_forward(wait_prefetch=b)) for b in (1, 2)],
                           out, DTYPES)
     backward_configs_probe("wait-prefetch-backward", NS[2:],
-                           [(f"wait prefetch {b}", backward_with(b)) for b in (1, 2)], out, DTYPES)
+                           [(f"wait prefetch {b}", plan_backward(wait_prefetch=b)) for b in (1, 2)], out, DTYPES)
 
 
 if __name__ == "__main__":
