@@ -1387,10 +1387,8 @@ def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, s
     maxnreg = min(255, 65536 // (programs_per_sm * num_warps * 32) // 8 * 8)
     one_warp = 0 < one_warp_from <= n_segments
     kwargs = dict(TILE_ROWS=tile_rows, SEGMENTS_BLOCK=_segments_block(n_segments, num_warps, one_warp), ALIGN=align,
-                  VEC=vec,
-                  UNROLL=unroll, LOG2=log2, GUARD=_log2_guard(x, log2),
-                  PREFETCH=_l2_prefetch_steps(x), LINE=line,
-                  POLL_SLEEP=_poll_sleep_ns(x, n_segments, one_warp),
+                  VEC=vec, UNROLL=unroll, LOG2=log2, GUARD=_log2_guard(x, log2), PREFETCH=_l2_prefetch_steps(x),
+                  LINE=line, POLL_SLEEP=_poll_sleep_ns(x, n_segments, one_warp),
                   WAIT_PREFETCH=_wait_prefetch_blocks(x, n_segments, wait_prefetch), num_warps=num_warps,
                   maxnreg=maxnreg)
     n_programs = _persistent_programs(_tile_stream_fwd_kernel, args, kwargs, n_rows * n_segments, n_segments,

@@ -341,7 +341,7 @@ def stream_views(dtype):
 
 # (block_size, programs_per_sm, segment blocks, one_warp_from): several segments exchanging partials with
 # more programs than segments; one block per segment (edge blocks alone); whole rows (no exchange);
-# the first again with a slot vector of a lane per thread (Plan.one_warp_poll)
+# the first again with a slot vector of a lane per thread (Plan.one_warp_from)
 STREAM_CONFIGS = [(16, 2, 2, 0), (32, 3, 1, 0), (64, 1, math.inf, 0), (16, 2, 2, 2)]
 # tile-stream (programs_per_sm, segment tiles, unroll, one_warp_from), tiles of 32 vectors (one warp, one vector
 # a thread): the same four cases, loops unrolled or not
