@@ -1359,6 +1359,14 @@ def _poll_sleep_ns(x: torch.Tensor, n_segments: int, one_warp: bool = False) -> 
     return POLL_SLEEP_NS if n_segments >= POLL_SLEEP_MIN_SEGMENTS and _inline_ptx(x) and not one_warp else 0
 
 
+def _slot_polling(x: torch.Tensor, n_segments: int, num_warps: int, one_warp_from: int) -> dict:
+    """The stream kernels' SEGMENTS_BLOCK and POLL_SLEEP for rows of n_segments: one warp re-reads the slots,
+    without sleeping, from one_warp_from segments a row (Plan.one_warp_from; 0: never)."""
+    one_warp = 0 < one_warp_from <= n_segments
+    return dict(SEGMENTS_BLOCK=_segments_block(n_segments, num_warps, one_warp),
+                POLL_SLEEP=_poll_sleep_ns(x, n_segments, one_warp))
+
+
 def _wait_prefetch_blocks(x: torch.Tensor, n_segments: int, blocks=None) -> int:
     """Tiles of the next item to prefetch while waiting (TILE_STREAM_WAIT_PREFETCH unless given): only where
     rows exchange (several segments) and inline PTX runs (the prefetch is inline PTX), else 0."""
@@ -1385,10 +1393,8 @@ def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, s
     slots = torch.zeros(n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=x.device)
     args = (y, x, slots, x.stride(0), y.stride(0), n_rows, n_cols, n_segments, blocks_per_segment, _max_polls())
     maxnreg = min(255, 65536 // (programs_per_sm * num_warps * 32) // 8 * 8)
-    one_warp = 0 < one_warp_from <= n_segments
-    kwargs = dict(TILE_ROWS=tile_rows, SEGMENTS_BLOCK=_segments_block(n_segments, num_warps, one_warp), ALIGN=align,
-                  VEC=vec, UNROLL=unroll, LOG2=log2, GUARD=_log2_guard(x, log2), PREFETCH=_l2_prefetch_steps(x),
-                  LINE=line, POLL_SLEEP=_poll_sleep_ns(x, n_segments, one_warp),
+    kwargs = dict(TILE_ROWS=tile_rows, ALIGN=align, VEC=vec, UNROLL=unroll, LOG2=log2, GUARD=_log2_guard(x, log2),
+                  PREFETCH=_l2_prefetch_steps(x), LINE=line, **_slot_polling(x, n_segments, num_warps, one_warp_from),
                   WAIT_PREFETCH=_wait_prefetch_blocks(x, n_segments, wait_prefetch), num_warps=num_warps,
                   maxnreg=maxnreg)
     n_programs = _persistent_programs(_tile_stream_fwd_kernel, args, kwargs, n_rows * n_segments, n_segments,
@@ -1409,10 +1415,8 @@ def _backward_stream(dx, y, dy, block_size, num_warps, programs_per_sm, num_stag
     slots = torch.zeros(n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=y.device)
     args = (dx, y, dy, slots, dx.stride(0), y.stride(0), dy.stride(0), n_rows, n_cols, n_segments,
             blocks_per_segment, _max_polls())
-    one_warp = 0 < one_warp_from <= n_segments
-    kwargs = dict(BLOCK_SIZE=block_size, SEGMENTS_BLOCK=_segments_block(n_segments, num_warps, one_warp),
-                  ALIGN=align, VEC=vec, NUM_STAGES=num_stages, LINE=line,
-                  POLL_SLEEP=_poll_sleep_ns(y, n_segments, one_warp), num_warps=num_warps)
+    kwargs = dict(BLOCK_SIZE=block_size, ALIGN=align, VEC=vec, NUM_STAGES=num_stages, LINE=line,
+                  **_slot_polling(y, n_segments, num_warps, one_warp_from), num_warps=num_warps)
     n_programs = _persistent_programs(_stream_bwd_kernel, args, kwargs, n_rows * n_segments, n_segments,
                                       programs_per_sm, y.device)
     _launch(_stream_bwd_kernel, (n_programs,), *args, **kwargs)
