@@ -1380,8 +1380,10 @@ def _l2_prefetch_steps(x: torch.Tensor) -> int:
 
 
 def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, segment_bytes, align, unroll=1,
-                         log2=False, wait_prefetch=None, one_warp_from=0):
-    """Launch the tile-stream forward on a persistent grid of (row, segment) items."""
+                         log2=False, wait_prefetch=None, one_warp_from=0, kernel=None):
+    """Launch the tile-stream forward (or a probe's copy of its kernel) on a persistent grid of (row, segment)
+    items."""
+    kernel = kernel or _tile_stream_fwd_kernel
     n_rows, n_cols = x.shape
     vec = _exchange_vec(x.element_size(), x, y)
     tile_rows = 32 * num_warps * vectors_per_thread
@@ -1397,9 +1399,9 @@ def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, s
                   PREFETCH=_l2_prefetch_steps(x), LINE=line, **_slot_polling(x, n_segments, num_warps, one_warp_from),
                   WAIT_PREFETCH=_wait_prefetch_blocks(x, n_segments, wait_prefetch), num_warps=num_warps,
                   maxnreg=maxnreg)
-    n_programs = _persistent_programs(_tile_stream_fwd_kernel, args, kwargs, n_rows * n_segments, n_segments,
-                                      programs_per_sm, x.device)
-    _launch(_tile_stream_fwd_kernel, (n_programs,), *args, **kwargs)
+    n_programs = _persistent_programs(kernel, args, kwargs, n_rows * n_segments, n_segments, programs_per_sm,
+                                      x.device)
+    _launch(kernel, (n_programs,), *args, **kwargs)
 
 
 def _backward_stream(dx, y, dy, block_size, num_warps, programs_per_sm, num_stages, segment_bytes, align,

@@ -136,7 +136,8 @@ def plan_forward(**options):
         plan = sm._select_plan("forward", *x.shape, x.element_size(), x.device, align)
         assert plan.path == "tile-stream", plan
         sm._forward_tile_stream(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm,
-                                plan.segment_bytes, align, plan.unroll, sm._log2_exp(x), **options)
+                                plan.segment_bytes, align, plan.unroll, sm._log2_exp(x),
+                                **{"one_warp_from": plan.one_warp_from, **options})
         return y
     return run
 
