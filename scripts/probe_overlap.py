@@ -12,7 +12,7 @@ in flight, as a copy does.
 Exploration for tuning SOFTMAX_PLANS, not evidence: every variant is checked against float64 on every element,
 then timed as build.py --run times (CUDA-graph replays, L2 flushed), beside a copy of the same bytes.
 
-    python scripts/probe_overlap.py [forward] [check]   # forward on a CUDA machine: $OUT/probe_overlap.json
+    python scripts/probe_overlap.py [check] [forward] [half]   # forward on a CUDA machine: $OUT/probe_overlap.json
     TRITON_INTERPRET=1 python scripts/probe_overlap.py check   # small shapes on the CPU interpreter
 """
 import sys
@@ -155,14 +155,15 @@ def _overlap_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, outp
         p_scale = scale
 
 
-def overlap_forward(vectors=None, **options):
-    """The dispatcher's tile-stream plan, launched with the overlapped kernel (and vectors a thread, if given)."""
+def overlap_forward(vectors=None, segment=None, **options):
+    """The dispatcher's tile-stream plan, launched with the overlapped kernel (and vectors a thread, segment bytes,
+    if given)."""
     def run(x):
         y = torch.empty_like(x)
         align = sm._forward_align(y, x)
         plan = sm._select_plan("forward", *x.shape, x.element_size(), x.device, align)
         sm._forward_tile_stream(y, x, vectors or plan.rows_per_program, plan.num_warps, plan.programs_per_sm,
-                                plan.segment_bytes, align, plan.unroll, sm._log2_exp(x), one_warp_from=plan.one_warp_from,
+                                segment or plan.segment_bytes, align, plan.unroll, sm._log2_exp(x), one_warp_from=plan.one_warp_from,
                                 kernel=_overlap_fwd_kernel, **options)
         return y
     return run
@@ -171,11 +172,21 @@ def overlap_forward(vectors=None, **options):
 VARIANTS = [("overlap", overlap_forward()), ("overlap, 1 vector a thread", overlap_forward(vectors=1)),
             ("overlap, no wait prefetch", overlap_forward(wait_prefetch=0)),
             ("dispatcher's kernel", plan_forward())]
+# second run: half the segment, so that the grid's live bytes (last item's rest + this item's start, 256 KB a
+# program in the first run) are what tile-stream's are on average
+VARIANTS_HALF = [("overlap, 128 KB segments", overlap_forward(segment=131072)),
+                 ("overlap, 1 vector a thread, 128 KB segments", overlap_forward(vectors=1, segment=131072)),
+                 ("overlap, 64 KB segments", overlap_forward(segment=65536))]
 
 
 def forward_probe(out: list) -> None:
     """Copy, dispatcher and the overlapped variants, per long N and dtype."""
     forward_configs_probe("overlap-forward", NS, VARIANTS, out, DTYPES)
+
+
+def half_probe(out: list) -> None:
+    """Copy, dispatcher and the overlapped kernel on smaller segments, per long N and dtype."""
+    forward_configs_probe("overlap-half", NS[1:], VARIANTS_HALF, out, DTYPES[:2])
 
 
 def check_probe(out: list) -> None:
@@ -206,4 +217,4 @@ if __name__ == "__main__":
     if which == ["check"] and not torch.cuda.is_available():
         check_probe([])
     else:
-        run_probes({"forward": forward_probe, "check": check_probe}, which, "probe_overlap.json")
+        run_probes({"forward": forward_probe, "half": half_probe, "check": check_probe}, which, "probe_overlap.json")
