@@ -896,6 +896,8 @@ class Plan(NamedTuple):
     whole_vectors: bool = False  # the row applies only to rows of whole 16-byte vectors (ALIGN = 16 / elem_bytes)
     one_warp_from: int = 0  # stream, tile-stream: rows of this many segments or more have a waiting segment's
                             # slots re-read by one warp, without sleeping (0: never)
+    slot_lanes: int = 16    # stream, tile-stream: the least width of the slot vector (see _segments_block)
+    maxnreg: int = 0        # stream: registers a thread, passed to ptxas (0: ptxas chooses; see SOFTMAX_PLANS)
 
 
 # Short rows: tiles of ~4096 elements, so each program moves 8-16 KB and a thread holds 2-4
@@ -981,6 +983,12 @@ class Plan(NamedTuple):
 # +2.8% and +4.7%, at 131,072 and 524,288 -0.7% to +2.7%; the 2-byte backward then spilled and lost 10-20%
 # (notes/probes/2026-11-22-h{100,200}-one-warp.json). The sweeps of 0c41d40 then put the fp32 backward at
 # 131,072 (4 segments) at -2.5% on the H200 (+3.4% on the H100), so it starts at 8 segments (262,144).
+# The 2-byte backward's slot vector has 32 lanes (one slot a lane of each warp, where 16 lanes put two copies in
+# a warp), under an explicit 64-register cap: +1.6% to +2.8% on the H200 and +0.7% to +2.6% on the H100 at
+# 131,072-1M (notes/kernels.md, round 35; notes/probes/2026-11-22-h{100,200}-slots.json). The cap is what makes
+# it work: without one, ptxas gives the kernel with the wider vector 32 registers (two 1,024-thread programs an
+# SM) and spills, -6% to -9%, which is what round 33's one-warp 2-byte backward met. The fp32 backward keeps
+# ptxas's own choice: capped at 64 explicitly it spills 10 registers and loses 12-20%, uncapped it takes 58.
 SOFTMAX_PLANS = (
     #     op          max_cols  min_rows bytes path      rows  block  warps  progs stages segment unroll
     Plan("forward",        64,        0,  0, "rows",      64,     0,     4,    0),
@@ -1018,7 +1026,8 @@ SOFTMAX_PLANS = (
     Plan("backward",    24576,        2,  4, "online",     0,  8192,    32,    1),
     Plan("backward",    32768,        2,  4, "rows",       1,     0,    16,    0),
     Plan("backward",  math.inf,        0,  4, "stream",     0,  8192,    32,    1,    1, 262144, one_warp_from=8),
-    Plan("backward",  math.inf,        0,  2, "stream",     0, 16384,    32,    1,    1, 262144),
+    Plan("backward",  math.inf,        0,  2, "stream",     0, 16384,    32,    1,    1, 262144, slot_lanes=32,
+         maxnreg=64),
 )
 
 # tile-stream's pass 1 asks L2 for the tile this many steps ahead of the one it loads
@@ -1331,11 +1340,11 @@ def _few_rows_segment(segment_bytes: float, n_rows: int, row_bytes: int, n_progr
     return min(segment_bytes, max(1, row_bytes // triton.cdiv(n_programs, max(1, n_rows))))
 
 
-def _segments_block(n_segments: int, num_warps: int = 0, one_warp: bool = False) -> int:
-    """The slot vector's constexpr width: 1 (no exchange) or a power of two >= 16 (few compiles); with
+def _segments_block(n_segments: int, num_warps: int = 0, one_warp: bool = False, lanes: int = 16) -> int:
+    """The slot vector's constexpr width: 1 (no exchange) or a power of two >= lanes (few compiles); with
     one_warp at least one lane per thread of num_warps warps, so that the first warp alone holds, and
     re-reads, the slots (Triton gives every warp a copy of a smaller vector)."""
-    return 1 if n_segments == 1 else max(16, triton.next_power_of_2(n_segments), 32 * num_warps if one_warp else 0)
+    return 1 if n_segments == 1 else max(lanes, triton.next_power_of_2(n_segments), 32 * num_warps if one_warp else 0)
 
 
 def _line_bases(vec: int, block_size: int, *tensors) -> bool:
@@ -1359,11 +1368,12 @@ def _poll_sleep_ns(x: torch.Tensor, n_segments: int, one_warp: bool = False) -> 
     return POLL_SLEEP_NS if n_segments >= POLL_SLEEP_MIN_SEGMENTS and _inline_ptx(x) and not one_warp else 0
 
 
-def _slot_polling(x: torch.Tensor, n_segments: int, num_warps: int, one_warp_from: int) -> dict:
+def _slot_polling(x: torch.Tensor, n_segments: int, num_warps: int, one_warp_from: int, lanes: int = 16) -> dict:
     """The stream kernels' SEGMENTS_BLOCK and POLL_SLEEP for rows of n_segments: one warp re-reads the slots,
-    without sleeping, from one_warp_from segments a row (Plan.one_warp_from; 0: never)."""
+    without sleeping, from one_warp_from segments a row (Plan.one_warp_from; 0: never); the slot vector has
+    lanes lanes at least (Plan.slot_lanes)."""
     one_warp = 0 < one_warp_from <= n_segments
-    return dict(SEGMENTS_BLOCK=_segments_block(n_segments, num_warps, one_warp),
+    return dict(SEGMENTS_BLOCK=_segments_block(n_segments, num_warps, one_warp, lanes),
                 POLL_SLEEP=_poll_sleep_ns(x, n_segments, one_warp))
 
 
@@ -1405,7 +1415,7 @@ def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, s
 
 
 def _backward_stream(dx, y, dy, block_size, num_warps, programs_per_sm, num_stages, segment_bytes, align,
-                     one_warp_from=0):
+                     one_warp_from=0, slot_lanes=16, maxnreg=0):
     """Launch the two-HBM-pass streaming backward on a persistent grid of (row, segment) items."""
     n_rows, n_cols = y.shape
     vec = _exchange_vec(y.element_size(), dx, y, dy)
@@ -1418,7 +1428,8 @@ def _backward_stream(dx, y, dy, block_size, num_warps, programs_per_sm, num_stag
     args = (dx, y, dy, slots, dx.stride(0), y.stride(0), dy.stride(0), n_rows, n_cols, n_segments,
             blocks_per_segment, _max_polls())
     kwargs = dict(BLOCK_SIZE=block_size, ALIGN=align, VEC=vec, NUM_STAGES=num_stages, LINE=line,
-                  **_slot_polling(y, n_segments, num_warps, one_warp_from), num_warps=num_warps)
+                  **_slot_polling(y, n_segments, num_warps, one_warp_from, slot_lanes), num_warps=num_warps,
+                  **({"maxnreg": maxnreg} if maxnreg else {}))
     n_programs = _persistent_programs(_stream_bwd_kernel, args, kwargs, n_rows * n_segments, n_segments,
                                       programs_per_sm, y.device)
     _launch(_stream_bwd_kernel, (n_programs,), *args, **kwargs)
@@ -1467,7 +1478,8 @@ def _run_backward_plan(dx, y, dy, plan, align):
         _backward_exchange(dx, y, dy, plan.block_size, plan.num_warps, plan.programs_per_sm, align)
     else:
         _backward_stream(dx, y, dy, plan.block_size, plan.num_warps, plan.programs_per_sm, plan.num_stages,
-                         plan.segment_bytes, align, one_warp_from=plan.one_warp_from)
+                         plan.segment_bytes, align, one_warp_from=plan.one_warp_from, slot_lanes=plan.slot_lanes,
+                         maxnreg=plan.maxnreg)
 
 
 def softmax_forward(x: torch.Tensor) -> torch.Tensor:

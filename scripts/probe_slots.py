@@ -10,7 +10,7 @@ Exploration for tuning SOFTMAX_PLANS, not evidence: every variant is checked aga
 then timed as build.py --run times (CUDA-graph replays, L2 flushed), beside a copy (forward) or a 2-read-1-write
 add (backward); the GPU's register and spill counts are printed with each line.
 
-    python scripts/probe_slots.py [forward] [backward]   # on a CUDA machine; $OUT/probe_slots.json
+    python scripts/probe_slots.py [forward] [backward] [lanes]   # on a CUDA machine; $OUT/probe_slots.json
 """
 import sys
 from pathlib import Path
@@ -51,6 +51,14 @@ def variants(fn, capped: bool) -> list:
     return lines
 
 
+def lanes_probe(out: list) -> None:
+    """The 2-byte backward with a 32-lane slot vector, with and without the 64-register cap (second run)."""
+    fn = sm.softmax_backward
+    backward_configs_probe("slots-lanes", NS, [("32 lanes", with_polling(fn, lanes=32)),
+                                               ("32 lanes, cap 64", with_polling(fn, lanes=32, maxnreg=64))],
+                           out, DTYPES[1:])
+
+
 def forward_probe(out: list) -> None:
     """Dispatcher and the slot widths, forward, per long N and dtype (the launch is capped at 64 already)."""
     forward_configs_probe("slots-forward", NS[1:], variants(sm.softmax_forward, capped=True), out, DTYPES)
@@ -62,5 +70,5 @@ def backward_probe(out: list) -> None:
 
 
 if __name__ == "__main__":
-    run_probes({"forward": forward_probe, "backward": backward_probe}, sys.argv[1:] or ["backward", "forward"],
+    run_probes({"forward": forward_probe, "backward": backward_probe, "lanes": lanes_probe}, sys.argv[1:] or ["backward", "forward"],
                "probe_slots.json")

@@ -205,6 +205,8 @@ def test_tile_stream_prefetch_compiles_for_hopper(dtype):
     assert sm.POLL_SLEEP_NS > 0 and sm._poll_sleep_ns(torch.ones(1), sm.POLL_SLEEP_MIN_SEGMENTS) == 0
     assert sm.TILE_STREAM_WAIT_PREFETCH > 0 and sm._wait_prefetch_blocks(torch.ones(1), 16) == 0
     assert sm._segments_block(8, 32, one_warp=True) == 1024 and sm._segments_block(8, 32) == 16
+    assert sm._segments_block(8, 32, lanes=32) == 32 and sm._segments_block(64, 32, lanes=32) == 64
+    assert sm._segments_block(1, 32, lanes=32) == 1
     lines = compiled_for_hopper(HOPPER_COMPILE, dtype).split("\n")
     (loop_prefetches, _, _), (prefetches, sleeps, cubin_bytes) = (map(int, line.split()) for line in lines[-3:-1])
     # the wait's prefetch: one address per 16-byte vector of a tile, 2 a thread at 32 warps
@@ -339,10 +341,10 @@ def stream_views(dtype):
     }
 
 
-# (block_size, programs_per_sm, segment blocks, one_warp_from): several segments exchanging partials with
-# more programs than segments; one block per segment (edge blocks alone); whole rows (no exchange);
-# the first again with a slot vector of a lane per thread (Plan.one_warp_from)
-STREAM_CONFIGS = [(16, 2, 2, 0), (32, 3, 1, 0), (64, 1, math.inf, 0), (16, 2, 2, 2)]
+# (block_size, programs_per_sm, segment blocks, one_warp_from, slot_lanes): several segments exchanging partials
+# with more programs than segments; one block per segment (edge blocks alone); whole rows (no exchange);
+# the first again with a slot vector of a lane per thread (Plan.one_warp_from), and of 32 lanes (Plan.slot_lanes)
+STREAM_CONFIGS = [(16, 2, 2, 0, 16), (32, 3, 1, 0, 16), (64, 1, math.inf, 0, 16), (16, 2, 2, 2, 16), (16, 2, 2, 0, 32)]
 # tile-stream (programs_per_sm, segment tiles, unroll, one_warp_from), tiles of 32 vectors (one warp, one vector
 # a thread): the same four cases, loops unrolled or not
 TILE_STREAM_CONFIGS = [(2, 2, 1, 0), (3, 1, 2, 0), (1, math.inf, 2, 0), (2, 2, 1, 2)]
@@ -398,8 +400,8 @@ def test_few_rows_get_smaller_segments():
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("view", ["contiguous", "col_slice", "unaligned_base"])
-@pytest.mark.parametrize("block_size,programs_per_sm,segment_blocks,one_warp_from", STREAM_CONFIGS)
-def test_stream_backward_kernel(view, block_size, programs_per_sm, segment_blocks, one_warp_from, dtype):
+@pytest.mark.parametrize("block_size,programs_per_sm,segment_blocks,one_warp_from,slot_lanes", STREAM_CONFIGS)
+def test_stream_backward_kernel(view, block_size, programs_per_sm, segment_blocks, one_warp_from, slot_lanes, dtype):
     x = stream_views(dtype)[view]
     y_in = torch.softmax(x.double(), -1).nan_to_num(0.0).to(dtype)
     dy = make_input(x.shape, dtype, seed=1)
@@ -407,7 +409,7 @@ def test_stream_backward_kernel(view, block_size, programs_per_sm, segment_block
     align = sm._vector_align(x.element_size(), x.shape[1], dx.stride(0), y_in.stride(0), dy.stride(0))
     sm._backward_stream(dx, y_in, dy, block_size, 4, programs_per_sm, 2,
                         segment_blocks * block_size * 2 * x.element_size(), align,
-                        one_warp_from=one_warp_from)
+                        one_warp_from=one_warp_from, slot_lanes=slot_lanes, maxnreg=64 if slot_lanes > 16 else 0)
     expected = y_in.double() * (dy.double() - (y_in.double() * dy.double()).sum(-1, keepdim=True))
     assert_grad(dx, expected, dtype)
 
