@@ -87,16 +87,6 @@ def _prefetch_l2(ptrs):
 
 
 @triton.jit
-def _prefetch_l2_bulk(ptr, n_bytes):
-    """Ask L2 for n_bytes (a multiple of 16) from ptr (16-byte aligned) with one bulk prefetch, issued by the
-    program's first thread only: one instruction for a range where _prefetch_l2 takes one a vector (CUDA only)."""
-    tl.inline_asm_elementwise("{\n\t.reg .pred first;\n\t.reg .u32 thread;\n\tmov.u32 thread, %tid.x;\n\t"
-                              "setp.eq.u32 first, thread, 0;\n\t@first cp.async.bulk.prefetch.L2.global [$1], $2;"
-                              "\n\tmov.u32 $0, 0;\n\t}", "=r,l,r", [ptr, n_bytes], dtype=tl.int32, is_pure=False,
-                              pack=1)
-
-
-@triton.jit
 def _program_rows(n_rows, n_cols, ROWS_PER_PROGRAM: tl.constexpr, BLOCK_SIZE: tl.constexpr):
     """(row indices [R, 1] in int64, column indices [1, B], in-bounds mask [R, B]) of this program's rows."""
     rows = tl.program_id(0) * ROWS_PER_PROGRAM + tl.arange(0, ROWS_PER_PROGRAM)
@@ -665,25 +655,17 @@ def _tile_edge(first_col, n_cols, block, TILE_ROWS: tl.constexpr, VEC: tl.conste
 @triton.jit
 def _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, first_block, end_block,
                           TILE_ROWS: tl.constexpr, VEC: tl.constexpr, UNROLL: tl.constexpr,
-                          LOG2: tl.constexpr = False, PREFETCH: tl.constexpr = 0, BULK: tl.constexpr = False):
+                          LOG2: tl.constexpr = False, PREFETCH: tl.constexpr = 0):
     """(max, sum of exp(x - max)) over tiles [first_block, end_block) of one row; (-inf, 0) if empty.
     With LOG2 the max is scaled by log2(e) (see LOG2E). PREFETCH > 0: each step asks L2 for the tile
-    PREFETCH steps ahead (see TILE_STREAM_PREFETCH), with BULK by one bulk prefetch (_prefetch_l2_bulk)."""
+    PREFETCH steps ahead (see TILE_STREAM_PREFETCH)."""
     tile = tl.arange(0, TILE_ROWS)[:, None] * VEC + tl.arange(0, VEC)[None, :]
-    TILE_BYTES: tl.constexpr = TILE_ROWS * VEC * (input_ptr.dtype.element_ty.primitive_bitwidth // 8)
     vec_max = tl.full([TILE_ROWS], float("-inf"), tl.float32)
     vec_sum = tl.zeros([TILE_ROWS], tl.float32)
     lo = tl.maximum(first_block, 1)
     hi = tl.minimum(end_block, n_blocks - 1)
-    if BULK and PREFETCH > 1:  # the tiles the loop's first steps would have asked for earlier
-        n_first = tl.minimum(PREFETCH - 1, hi - lo - 1)
-        if n_first > 0:
-            _prefetch_l2_bulk(input_ptr + in_base + (lo + 1) * (TILE_ROWS * VEC), n_first * TILE_BYTES)
     for block in tl.range(lo, hi, loop_unroll_factor=UNROLL):
-        if PREFETCH > 0 and BULK:
-            _prefetch_l2_bulk(input_ptr + in_base + tl.minimum(block + PREFETCH, hi - 1) * (TILE_ROWS * VEC),
-                              TILE_BYTES)
-        elif PREFETCH > 0:  # one address per 16-byte vector, as the loads: a coarser stride asks for lines twice
+        if PREFETCH > 0:  # one address per 16-byte vector, as the loads: a coarser stride asks for lines twice
             _prefetch_l2(input_ptr + in_base + tl.minimum(block + PREFETCH, hi - 1) * (TILE_ROWS * VEC)
                          + tl.arange(0, TILE_ROWS) * VEC)
         x = tl.load(input_ptr + in_base + block * (TILE_ROWS * VEC) + tile, eviction_policy="evict_last")
@@ -754,7 +736,7 @@ def _row_partials(input_ptr, slots_ptr, in_base, first_col, n_cols, n_blocks, ro
 @triton.jit
 def _prefetch_next_item(input_ptr, next_item, n_items, n_segments, blocks_per_segment, input_row_stride,
                         output_row_stride, n_cols, BLOCK_SIZE: tl.constexpr, VEC: tl.constexpr, LINE: tl.constexpr,
-                        N_BLOCKS: tl.constexpr, BULK: tl.constexpr = False):
+                        N_BLOCKS: tl.constexpr):
     """Ask L2 for the first N_BLOCKS interior blocks of this program's next item, while it waits for its
     row's other segments (see TILE_STREAM_WAIT_PREFETCH). CUDA only."""
     if next_item < n_items:
@@ -763,18 +745,12 @@ def _prefetch_next_item(input_ptr, next_item, n_items, n_segments, blocks_per_se
             LINE)
         lo = tl.maximum(first_block, 1)
         hi = tl.minimum(end_block, n_blocks - 1)
-        if BULK:
-            n_blocks_ahead = tl.minimum(N_BLOCKS, hi - lo)
-            if n_blocks_ahead > 0:
-                _prefetch_l2_bulk(input_ptr + in_base + lo * BLOCK_SIZE,
-                                  n_blocks_ahead * (BLOCK_SIZE * (input_ptr.dtype.element_ty.primitive_bitwidth // 8)))
-        else:
-            # one address per 16-byte vector, as the loads (one per 128-byte line lost 2-8% in the backward: round 30)
-            step: tl.constexpr = 128 // input_ptr.dtype.element_ty.primitive_bitwidth
-            vectors = tl.arange(0, BLOCK_SIZE // step) * step
-            for k in tl.static_range(N_BLOCKS):
-                if lo + k < hi:
-                    _prefetch_l2(input_ptr + in_base + (lo + k) * BLOCK_SIZE + vectors)
+        # one address per 16-byte vector, as the loads (one per 128-byte line lost 2-8% in the backward: round 30)
+        step: tl.constexpr = 128 // input_ptr.dtype.element_ty.primitive_bitwidth
+        vectors = tl.arange(0, BLOCK_SIZE // step) * step
+        for k in tl.static_range(N_BLOCKS):
+            if lo + k < hi:
+                _prefetch_l2(input_ptr + in_base + (lo + k) * BLOCK_SIZE + vectors)
 
 
 @triton.jit
@@ -783,7 +759,7 @@ def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, 
                             SEGMENTS_BLOCK: tl.constexpr, ALIGN: tl.constexpr, VEC: tl.constexpr,
                             UNROLL: tl.constexpr, LOG2: tl.constexpr = False, GUARD: tl.constexpr = False,
                             PREFETCH: tl.constexpr = 0, LINE: tl.constexpr = False, POLL_SLEEP: tl.constexpr = 0,
-                            WAIT_PREFETCH: tl.constexpr = 0, BULK: tl.constexpr = False):
+                            WAIT_PREFETCH: tl.constexpr = 0):
     """The stream kernel on the tile kernel's register diet: [TILE_ROWS, VEC] tiles with one running
     (max, sum) per vector, plain loads (no shared-memory stages), so many warps fit an SM."""
     n_cols = n_cols // ALIGN * ALIGN
@@ -795,7 +771,7 @@ def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, 
             LINE)
         segment_max, segment_sum = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks,
                                                          first_block, end_block, TILE_ROWS, VEC, UNROLL, LOG2,
-                                                         PREFETCH, BULK)
+                                                         PREFETCH)
         if SEGMENTS_BLOCK == 1:
             row_max = segment_max
             # times exp(0) = 1, or exp(-inf - -inf) = NaN for a fully -inf row (as torch gives), in either domain
@@ -805,7 +781,7 @@ def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, 
             if WAIT_PREFETCH > 0:
                 _prefetch_next_item(input_ptr, item + tl.num_programs(0), n_rows * n_segments, n_segments,
                                     blocks_per_segment, input_row_stride, output_row_stride, n_cols, TILE_ROWS * VEC,
-                                    VEC, LINE, WAIT_PREFETCH, BULK)
+                                    VEC, LINE, WAIT_PREFETCH)
             packed, in_row = _row_partials(input_ptr, slots_ptr, in_base, first_col, n_cols, n_blocks, row,
                                            n_segments, blocks_per_segment, max_polls, SEGMENTS_BLOCK, TILE_ROWS, VEC,
                                            UNROLL, LOG2, POLL_SLEEP)
@@ -1060,9 +1036,6 @@ SOFTMAX_PLANS = (
 # pass 2 lost 5-15% (notes/kernels.md, round 16). Inline PTX: CUDA only (_l2_prefetch_steps); a test
 # compiles it for sm_90 offline, since the interpreter cannot run it.
 TILE_STREAM_PREFETCH = 1
-# Whether those prefetches, and the wait's below, are bulk prefetches (one instruction a range, from one
-# thread: _prefetch_l2_bulk) instead of one prefetch a 16-byte vector (notes/kernels.md, round 37).
-TILE_STREAM_BULK_PREFETCH = False
 # A segment waiting for its row's other segments sleeps this long before each re-read of their slots, when
 # a row has POLL_SLEEP_MIN_SEGMENTS segments or more: then every warp of 16-32 programs re-reads the same
 # 128-256 bytes while siblings write them. At 1M columns on the H200, 500 ns was +4.0% for the fp32 backward
@@ -1434,8 +1407,8 @@ def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, s
     maxnreg = min(255, 65536 // (programs_per_sm * num_warps * 32) // 8 * 8)
     kwargs = dict(TILE_ROWS=tile_rows, ALIGN=align, VEC=vec, UNROLL=unroll, LOG2=log2, GUARD=_log2_guard(x, log2),
                   PREFETCH=_l2_prefetch_steps(x), LINE=line, **_slot_polling(x, n_segments, num_warps, one_warp_from),
-                  WAIT_PREFETCH=_wait_prefetch_blocks(x, n_segments, wait_prefetch), BULK=TILE_STREAM_BULK_PREFETCH,
-                  num_warps=num_warps, maxnreg=maxnreg)
+                  WAIT_PREFETCH=_wait_prefetch_blocks(x, n_segments, wait_prefetch), num_warps=num_warps,
+                  maxnreg=maxnreg)
     n_programs = _persistent_programs(kernel, args, kwargs, n_rows * n_segments, n_segments, programs_per_sm,
                                       x.device)
     _launch(kernel, (n_programs,), *args, **kwargs)

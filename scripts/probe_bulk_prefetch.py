@@ -9,6 +9,9 @@ Exploration for tuning SOFTMAX_PLANS, not evidence: every variant is checked aga
 then timed as build.py --run times (CUDA-graph replays, L2 flushed), beside a copy of the same bytes.
 
     python scripts/probe_bulk_prefetch.py   # on a CUDA machine; $OUT/probe_bulk_prefetch.json
+
+It ran on commit a99f1c3, whose kernels take BULK and whose module has TILE_STREAM_BULK_PREFETCH and
+_prefetch_l2_bulk; the bulk prefetch lost on the H100 and was reverted, so it runs only there.
 """
 import sys
 from pathlib import Path

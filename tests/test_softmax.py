@@ -176,18 +176,16 @@ signature = {"output_ptr": pointer, "input_ptr": pointer, "slots_ptr": "*i64", "
              "output_row_stride": "i32", "n_rows": "i32", "n_cols": "i32", "n_segments": "i32",
              "blocks_per_segment": "i32", "max_polls": "i32", "TILE_ROWS": "constexpr", "SEGMENTS_BLOCK": "constexpr",
              "ALIGN": "constexpr", "VEC": "constexpr", "UNROLL": "constexpr", "LOG2": "constexpr", "GUARD": "constexpr",
-             "PREFETCH": "constexpr", "LINE": "constexpr", "POLL_SLEEP": "constexpr", "WAIT_PREFETCH": "constexpr",
-             "BULK": "constexpr"}
+             "PREFETCH": "constexpr", "LINE": "constexpr", "POLL_SLEEP": "constexpr", "WAIT_PREFETCH": "constexpr"}
 vec = 4 if sys.argv[1] == "fp32" else 8
-for wait_prefetch, bulk in ((0, False), (sm.TILE_STREAM_WAIT_PREFETCH, False), (sm.TILE_STREAM_WAIT_PREFETCH, True)):
+for wait_prefetch in (0, sm.TILE_STREAM_WAIT_PREFETCH):
     constexprs = dict(TILE_ROWS=2048, SEGMENTS_BLOCK=8, ALIGN=vec, VEC=vec, UNROLL=1, LOG2=vec == 8,
                       GUARD=sys.argv[1] == "bf16", PREFETCH=sm.TILE_STREAM_PREFETCH, LINE=True,
-                      POLL_SLEEP=sm.POLL_SLEEP_NS, WAIT_PREFETCH=wait_prefetch, BULK=bulk)
+                      POLL_SLEEP=sm.POLL_SLEEP_NS, WAIT_PREFETCH=wait_prefetch)
     kernel = triton.compile(ASTSource(fn=sm._tile_stream_fwd_kernel, signature=signature, constexprs=constexprs),
                             target=GPUTarget("cuda", 90, 32), options={"num_warps": 32, "maxnreg": 64})
     ptx = kernel.asm["ptx"]
-    print(ptx.count("prefetch.global.L2::evict_last"), ptx.count("cp.async.bulk.prefetch.L2.global"),
-          ptx.count("nanosleep.u32"), len(kernel.asm["cubin"]))
+    print(ptx.count("prefetch.global.L2::evict_last"), ptx.count("nanosleep.u32"), len(kernel.asm["cubin"]))
 """
 
 
@@ -210,13 +208,10 @@ def test_tile_stream_prefetch_compiles_for_hopper(dtype):
     assert sm._segments_block(8, 32, lanes=32) == 32 and sm._segments_block(64, 32, lanes=32) == 64
     assert sm._segments_block(1, 32, lanes=32) == 1
     lines = compiled_for_hopper(HOPPER_COMPILE, dtype).split("\n")
-    (loop_prefetches, no_bulk, _, _), (prefetches, _, sleeps, cubin_bytes), (vector_left, bulk, _, bulk_cubin) = (
-        map(int, line.split()) for line in lines[-4:-1])
+    (loop_prefetches, _, _), (prefetches, sleeps, cubin_bytes) = (map(int, line.split()) for line in lines[-3:-1])
     # the wait's prefetch: one address per 16-byte vector of a tile, 2 a thread at 32 warps
     assert loop_prefetches >= 1 and prefetches == loop_prefetches + 2 * sm.TILE_STREAM_WAIT_PREFETCH
     assert sleeps >= 1 and cubin_bytes > 0
-    # bulk (TILE_STREAM_BULK_PREFETCH): one instruction for the loop's tile ahead, one for the wait's tiles
-    assert no_bulk == 0 and vector_left == 0 and bulk == 2 and bulk_cubin > 0
 
 
 ROWS_BACKWARD_COMPILE = """
