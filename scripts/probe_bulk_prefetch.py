@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from probe_long_rows import forward_configs_probe, run_probes  # noqa: E402
+from probe_long_rows import forward_configs_probe, run_probes, with_module  # noqa: E402
 from probe_wait_prefetch import DTYPES, NS  # noqa: E402  (the same cases)
 from kernels import triton_softmax as sm  # noqa: E402
 
@@ -27,18 +27,7 @@ SETTINGS = [(True, 1, 1), (True, 2, 1), (True, 4, 1), (True, 1, 4), (True, 2, 4)
 
 def with_prefetch(fn, bulk, ahead, wait):
     """fn, run with the tile-stream prefetch constants set to (bulk, ahead, wait)."""
-    names = ("TILE_STREAM_BULK_PREFETCH", "TILE_STREAM_PREFETCH", "TILE_STREAM_WAIT_PREFETCH")
-
-    def run(*args):
-        saved = [getattr(sm, name) for name in names]
-        for name, value in zip(names, (bulk, ahead, wait)):
-            setattr(sm, name, value)
-        try:
-            return fn(*args)
-        finally:
-            for name, value in zip(names, saved):
-                setattr(sm, name, value)
-    return run
+    return with_module(fn, TILE_STREAM_BULK_PREFETCH=bulk, TILE_STREAM_PREFETCH=ahead, TILE_STREAM_WAIT_PREFETCH=wait)
 
 
 def forward_probe(out: list) -> None:

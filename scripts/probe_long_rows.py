@@ -142,6 +142,21 @@ def plan_forward(**options):
     return run
 
 
+def with_module(fn, **attributes):
+    """fn, run with these attributes of the kernels module set (a probe's launch or constant in place of the
+    dispatcher's), restored after each call."""
+    def run(*args):
+        saved = {name: getattr(sm, name) for name in attributes}
+        for name, value in attributes.items():
+            setattr(sm, name, value)
+        try:
+            return fn(*args)
+        finally:
+            for name, value in saved.items():
+                setattr(sm, name, value)
+    return run
+
+
 def plan_backward(**options):
     """The dispatcher's backward with its stream launched with extra launcher options (a probe's)."""
     def run(y, dy):

@@ -11,12 +11,16 @@ then timed as build.py --run times (CUDA-graph replays, L2 flushed), beside a co
 add (backward); the GPU's register and spill counts are printed with each line.
 
     python scripts/probe_slots.py [forward] [backward] [lanes]   # on a CUDA machine; $OUT/probe_slots.json
+
+It ran at ae70a55, when every plan's slot vector had 16 lanes at least. Since 7177864 the 2-byte backward's plan
+asks for 32 (Plan.slot_lanes) and caps it at 64 registers, so its "dispatcher" lines are the probe's "32 lanes,
+cap 64" of then.
 """
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from probe_long_rows import backward_configs_probe, forward_configs_probe, run_probes  # noqa: E402
+from probe_long_rows import backward_configs_probe, forward_configs_probe, run_probes, with_module  # noqa: E402
 from probe_wait_prefetch import DTYPES, NS  # noqa: E402  (the same cases)
 from kernels import triton_softmax as sm  # noqa: E402
 
@@ -24,26 +28,20 @@ _DISPATCHER_POLLING = sm._slot_polling
 
 
 def with_polling(fn, lanes=None, one_warp=False, maxnreg=None):
-    """fn, run with the stream launchers' slot vector at `lanes` (or one lane per thread), and maxnreg if given."""
-    def polling(x, n_segments, num_warps, one_warp_from):
-        kwargs = _DISPATCHER_POLLING(x, n_segments, num_warps, n_segments if one_warp else one_warp_from)
-        if lanes and n_segments > 1:
-            kwargs["SEGMENTS_BLOCK"] = max(lanes, kwargs["SEGMENTS_BLOCK"])
+    """fn, run with the stream launchers' slot vector at `lanes` (None: the plan's), or one lane per thread, and
+    maxnreg if given."""
+    def polling(x, n_segments, num_warps, one_warp_from, plan_lanes=16):
+        kwargs = _DISPATCHER_POLLING(x, n_segments, num_warps, n_segments if one_warp else one_warp_from,
+                                     lanes or plan_lanes)
         return {**kwargs, **({"maxnreg": maxnreg} if maxnreg else {})}
 
-    def run(*args):
-        sm._slot_polling = polling
-        try:
-            return fn(*args)
-        finally:
-            sm._slot_polling = _DISPATCHER_POLLING
-    return run
+    return with_module(fn, _slot_polling=polling)
 
 
 def variants(fn, capped: bool) -> list:
     """(label, callable) per slot vector width, with the 64-register cap where the launch lacks one."""
     cap = None if capped else 64
-    lines = [("16 lanes, cap 64", with_polling(fn, maxnreg=64))] if not capped else []
+    lines = [("16 lanes, cap 64", with_polling(fn, lanes=16, maxnreg=64))] if not capped else []
     lines += [(f"{lanes} lanes" + ("" if capped else ", cap 64"), with_polling(fn, lanes=lanes, maxnreg=cap))
               for lanes in (32, 64)]
     lines += [("one warp" + ("" if capped else ", cap 64"), with_polling(fn, one_warp=True, maxnreg=cap)),

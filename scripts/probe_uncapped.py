@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from probe_long_rows import forward_configs_probe, run_probes  # noqa: E402
+from probe_long_rows import forward_configs_probe, run_probes, with_module  # noqa: E402
 from kernels import triton_softmax as sm  # noqa: E402
 
 SHAPES = {8200: ["float16", "bfloat16"], 24000: ["float16", "bfloat16"], 65536: ["float32", "float16", "bfloat16"],
@@ -31,13 +31,7 @@ def with_cap(fn, cap):
                 kwargs["maxnreg"] = new
         _DISPATCHER_LAUNCH(kernel, grid, *args, **kwargs)
 
-    def run(*args):
-        sm._launch = launch
-        try:
-            return fn(*args)
-        finally:
-            sm._launch = _DISPATCHER_LAUNCH
-    return run
+    return with_module(fn, _launch=launch)
 
 
 def tile_stream_unrolled(x):
