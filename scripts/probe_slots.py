@@ -25,17 +25,23 @@ from probe_wait_prefetch import DTYPES, NS  # noqa: E402  (the same cases)
 from kernels import triton_softmax as sm  # noqa: E402
 
 _DISPATCHER_POLLING = sm._slot_polling
+_DISPATCHER_LAUNCH = sm._launch
 
 
 def with_polling(fn, lanes=None, one_warp=False, maxnreg=None):
     """fn, run with the stream launchers' slot vector at `lanes` (None: the plan's), or one lane per thread, and
-    maxnreg if given."""
+    the launch's maxnreg set to maxnreg (None: the plan's; 0: none)."""
     def polling(x, n_segments, num_warps, one_warp_from, plan_lanes=16):
-        kwargs = _DISPATCHER_POLLING(x, n_segments, num_warps, n_segments if one_warp else one_warp_from,
-                                     lanes or plan_lanes)
-        return {**kwargs, **({"maxnreg": maxnreg} if maxnreg else {})}
+        return _DISPATCHER_POLLING(x, n_segments, num_warps, n_segments if one_warp else one_warp_from,
+                                   lanes or plan_lanes)
 
-    return with_module(fn, _slot_polling=polling)
+    def launch(kernel, grid, *args, **kwargs):
+        if maxnreg is not None:
+            kwargs.pop("maxnreg", None)
+            kwargs.update({"maxnreg": maxnreg} if maxnreg else {})
+        _DISPATCHER_LAUNCH(kernel, grid, *args, **kwargs)
+
+    return with_module(fn, _slot_polling=polling, _launch=launch)
 
 
 def variants(fn, capped: bool) -> list:
@@ -52,7 +58,7 @@ def variants(fn, capped: bool) -> list:
 def lanes_probe(out: list) -> None:
     """The 2-byte backward with a 32-lane slot vector, with and without the 64-register cap (second run)."""
     fn = sm.softmax_backward
-    backward_configs_probe("slots-lanes", NS, [("32 lanes", with_polling(fn, lanes=32)),
+    backward_configs_probe("slots-lanes", NS, [("32 lanes", with_polling(fn, lanes=32, maxnreg=0)),
                                                ("32 lanes, cap 64", with_polling(fn, lanes=32, maxnreg=64))],
                            out, DTYPES[1:])
 
