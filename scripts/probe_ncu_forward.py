@@ -1,0 +1,23 @@
+"""Probe helper: one dispatcher forward per case, for ncu (why 2-byte rows of 777,777 columns run 6-7 points
+under those of 1M while fp32 rows do not: DRAM bytes, L2 hits, instructions, stalls; notes/kernels.md, round 40).
+
+    ncu --kernel-name regex:_tile_stream_fwd_kernel --section SpeedOfLight --section WarpStateStats \
+        --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,smsp__inst_executed.sum \
+        python scripts/probe_ncu_forward.py
+"""
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from kernels import triton_softmax as sm  # noqa: E402
+
+CASES = [(173, 777777, torch.float16), (128, 1048576, torch.float16), (173, 777777, torch.float32),
+         (128, 1048576, torch.float32)]
+
+for m, n, dtype in CASES:
+    x = (torch.randn(m, n, device="cuda") * 2).to(dtype)
+    sm.softmax_forward(x)
+    torch.cuda.synchronize()
+    print(m, n, dtype, x.numel() * x.element_size() / 1e9, "GB each way", flush=True)
