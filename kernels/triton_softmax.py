@@ -653,12 +653,49 @@ def _tile_edge(first_col, n_cols, block, TILE_ROWS: tl.constexpr, VEC: tl.conste
 
 
 @triton.jit
+def _tile_edge_vectors(first_col, n_cols, block, TILE_ROWS: tl.constexpr, VEC: tl.constexpr):
+    """([TILE_ROWS, 1] masks of a row's edge tile: its vectors that hold any of the row's columns, and those wholly
+    inside the row): masks constant over a vector keep its accesses whole (see TILE_STREAM_VECTOR_EDGES)."""
+    vector_first = first_col + block * (TILE_ROWS * VEC) + tl.arange(0, TILE_ROWS)[:, None] * VEC
+    return (vector_first > -VEC) & (vector_first < n_cols), (vector_first >= 0) & (vector_first <= n_cols - VEC)
+
+
+@triton.jit
+def _load_edge(input_ptr, in_base, first_col, n_cols, block, TILE_ROWS: tl.constexpr, VEC: tl.constexpr,
+               VECTOR_EDGES: tl.constexpr):
+    """(x in float32, -inf outside the row; offsets; the row's columns) of one edge tile of a row. With VECTOR_EDGES
+    every vector holding one of the row's columns is read whole, and the rest set to -inf in registers: a
+    16-byte-aligned vector holding one of the tensor's bytes lies in its allocation's pages (bases are 16-byte
+    aligned, or VEC = 1)."""
+    offsets, mask = _tile_edge(first_col, n_cols, block, TILE_ROWS, VEC)
+    if VECTOR_EDGES:
+        touched, _ = _tile_edge_vectors(first_col, n_cols, block, TILE_ROWS, VEC)
+        x = tl.load(input_ptr + in_base + offsets, mask=touched, other=float("-inf")).to(tl.float32)
+        x = tl.where(mask, x, float("-inf"))
+    else:
+        x = tl.load(input_ptr + in_base + offsets, mask=mask, other=float("-inf")).to(tl.float32)
+    return x, offsets, mask
+
+
+@triton.jit
+def _write_vector(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, start, row_max, inv_row_sum,
+                  VEC: tl.constexpr, LOG2: tl.constexpr, scale):
+    """y = exp(x - row_max) * inv_row_sum over the row's columns among the VEC elements from `start` (an offset
+    from the row's aligned base): a vector that straddles one of the row's ends, element by element."""
+    offsets = start + tl.arange(0, VEC)
+    mask = (first_col + offsets >= 0) & (first_col + offsets < n_cols)
+    x = tl.load(input_ptr + in_base + offsets, mask=mask, other=float("-inf")).to(tl.float32)
+    numerator = _exp_scaled(x, row_max, scale) if LOG2 else tl.exp(x - row_max)
+    tl.store(output_ptr + out_base + offsets, (numerator * inv_row_sum).to(output_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
 def _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, first_block, end_block,
                           TILE_ROWS: tl.constexpr, VEC: tl.constexpr, UNROLL: tl.constexpr,
-                          LOG2: tl.constexpr = False, PREFETCH: tl.constexpr = 0):
+                          LOG2: tl.constexpr = False, PREFETCH: tl.constexpr = 0, VECTOR_EDGES: tl.constexpr = False):
     """(max, sum of exp(x - max)) over tiles [first_block, end_block) of one row; (-inf, 0) if empty.
     With LOG2 the max is scaled by log2(e) (see LOG2E). PREFETCH > 0: each step asks L2 for the tile
-    PREFETCH steps ahead (see TILE_STREAM_PREFETCH)."""
+    PREFETCH steps ahead (see TILE_STREAM_PREFETCH). VECTOR_EDGES: see _load_edge."""
     tile = tl.arange(0, TILE_ROWS)[:, None] * VEC + tl.arange(0, VEC)[None, :]
     vec_max = tl.full([TILE_ROWS], float("-inf"), tl.float32)
     vec_sum = tl.zeros([TILE_ROWS], tl.float32)
@@ -673,13 +710,11 @@ def _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, first
     # the row's first and last tiles, masked: they may hang over the row's ends. (Handled before
     # the loop instead, the H200 sweep of commit 7b27c32 ran 8-11% slower: notes/kernels.md, round 7.)
     if first_block == 0:
-        offsets, mask = _tile_edge(first_col, n_cols, 0, TILE_ROWS, VEC)
-        x = tl.load(input_ptr + in_base + offsets, mask=mask, other=float("-inf"))
-        vec_max, vec_sum = _vector_online(vec_max, vec_sum, x.to(tl.float32), LOG2)
+        x, _, _ = _load_edge(input_ptr, in_base, first_col, n_cols, 0, TILE_ROWS, VEC, VECTOR_EDGES)
+        vec_max, vec_sum = _vector_online(vec_max, vec_sum, x, LOG2)
     if _holds_last_block(first_block, end_block, n_blocks):
-        offsets, mask = _tile_edge(first_col, n_cols, n_blocks - 1, TILE_ROWS, VEC)
-        x = tl.load(input_ptr + in_base + offsets, mask=mask, other=float("-inf"))
-        vec_max, vec_sum = _vector_online(vec_max, vec_sum, x.to(tl.float32), LOG2)
+        x, _, _ = _load_edge(input_ptr, in_base, first_col, n_cols, n_blocks - 1, TILE_ROWS, VEC, VECTOR_EDGES)
+        vec_max, vec_sum = _vector_online(vec_max, vec_sum, x, LOG2)
     segment_max = tl.max(vec_max, axis=0)
     safe_max = tl.where(segment_max == float("-inf"), 0.0, segment_max)
     rescale = tl.exp2(vec_max - safe_max) if LOG2 else tl.exp(vec_max - safe_max)
@@ -689,9 +724,11 @@ def _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, first
 @triton.jit
 def _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, first_block,
                         end_block, row_max, inv_row_sum, TILE_ROWS: tl.constexpr, VEC: tl.constexpr,
-                        UNROLL: tl.constexpr, LOG2: tl.constexpr = False, scale=LOG2E):
+                        UNROLL: tl.constexpr, LOG2: tl.constexpr = False, scale=LOG2E,
+                        VECTOR_EDGES: tl.constexpr = False):
     """y = exp(x - row_max) * inv_row_sum over tiles [first_block, end_block), interior last to first
-    (with LOG2, row_max is scaled by `scale`: see LOG2E and _guard_scale)."""
+    (with LOG2, row_max is scaled by `scale`: see LOG2E and _guard_scale). With VECTOR_EDGES the edge tiles store
+    whole vectors, and the at most two vectors that straddle the row's ends element by element."""
     tile = tl.arange(0, TILE_ROWS)[:, None] * VEC + tl.arange(0, VEC)[None, :]
     lo = tl.maximum(first_block, 1)
     hi = tl.minimum(end_block, n_blocks - 1)
@@ -704,11 +741,19 @@ def _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_c
     for edge in tl.static_range(2):
         block = 0 if edge == 0 else n_blocks - 1
         if (first_block == 0) if edge == 0 else _holds_last_block(first_block, end_block, n_blocks):
-            offsets, mask = _tile_edge(first_col, n_cols, block, TILE_ROWS, VEC)
-            x = tl.load(input_ptr + in_base + offsets, mask=mask, other=float("-inf")).to(tl.float32)
+            x, offsets, mask = _load_edge(input_ptr, in_base, first_col, n_cols, block, TILE_ROWS, VEC, VECTOR_EDGES)
             numerator = _exp_scaled(x, row_max, scale) if LOG2 else tl.exp(x - row_max)
+            if VECTOR_EDGES:
+                _, mask = _tile_edge_vectors(first_col, n_cols, block, TILE_ROWS, VEC)
             tl.store(output_ptr + out_base + offsets,
                      (numerator * inv_row_sum).to(output_ptr.dtype.element_ty), mask=mask)
+    if VECTOR_EDGES:  # the vectors holding column 0 and column n_cols - 1 (a whole one is written twice, alike)
+        if first_block == 0:
+            _write_vector(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, -first_col // VEC * VEC,
+                          row_max, inv_row_sum, VEC, LOG2, scale)
+        if (end_block == n_blocks) & (first_block < n_blocks):
+            _write_vector(output_ptr, input_ptr, out_base, in_base, first_col, n_cols,
+                          (n_cols - 1 - first_col) // VEC * VEC, row_max, inv_row_sum, VEC, LOG2, scale)
 
 
 @triton.jit
@@ -759,7 +804,7 @@ def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, 
                             SEGMENTS_BLOCK: tl.constexpr, ALIGN: tl.constexpr, VEC: tl.constexpr,
                             UNROLL: tl.constexpr, LOG2: tl.constexpr = False, GUARD: tl.constexpr = False,
                             PREFETCH: tl.constexpr = 0, LINE: tl.constexpr = False, POLL_SLEEP: tl.constexpr = 0,
-                            WAIT_PREFETCH: tl.constexpr = 0):
+                            WAIT_PREFETCH: tl.constexpr = 0, VECTOR_EDGES: tl.constexpr = False):
     """The stream kernel on the tile kernel's register diet: [TILE_ROWS, VEC] tiles with one running
     (max, sum) per vector, plain loads (no shared-memory stages), so many warps fit an SM."""
     n_cols = n_cols // ALIGN * ALIGN
@@ -771,7 +816,7 @@ def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, 
             LINE)
         segment_max, segment_sum = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks,
                                                          first_block, end_block, TILE_ROWS, VEC, UNROLL, LOG2,
-                                                         PREFETCH)
+                                                         PREFETCH, VECTOR_EDGES)
         if SEGMENTS_BLOCK == 1:
             row_max = segment_max
             # times exp(0) = 1, or exp(-inf - -inf) = NaN for a fully -inf row (as torch gives), in either domain
@@ -795,7 +840,7 @@ def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, 
                 inv_row_sum = 1.0 / row_sum
             scale = _guard_scale(natural)
         _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, first_block,
-                            end_block, row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL, LOG2, scale)
+                            end_block, row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL, LOG2, scale, VECTOR_EDGES)
 
 
 @triton.jit
@@ -1051,6 +1096,9 @@ POLL_SLEEP_MIN_SEGMENTS = 16
 # eight lost 2-12% (the extra lines compete with pass 2's re-reads). The backward lost with it wherever it
 # spilled (fp32: -2% to -15%) and gained 0-4% only for 2-byte rows of 524,288 and more, so it has none.
 TILE_STREAM_WAIT_PREFETCH = 1
+# Whether tile-stream's edge tiles (a row's first and last) load and store whole 16-byte vectors, with the row's
+# columns picked in registers, where ALIGN < VEC would split every access into VEC (notes/kernels.md, round 41).
+TILE_STREAM_VECTOR_EDGES = False
 # Exchange programs re-read their row's slots up to this many times (~0.5 us each, an L2 round
 # trip) before computing missing partials from the input. Co-resident siblings publish within
 # a few microseconds, so this only runs out when they are not running.
@@ -1390,7 +1438,7 @@ def _l2_prefetch_steps(x: torch.Tensor) -> int:
 
 
 def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, segment_bytes, align, unroll=1,
-                         log2=False, wait_prefetch=None, one_warp_from=0, kernel=None):
+                         log2=False, wait_prefetch=None, one_warp_from=0, kernel=None, vector_edges=None):
     """Launch the tile-stream forward (or a probe's copy of its kernel) on a persistent grid of (row, segment)
     items."""
     kernel = kernel or _tile_stream_fwd_kernel
@@ -1407,8 +1455,9 @@ def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, s
     maxnreg = min(255, 65536 // (programs_per_sm * num_warps * 32) // 8 * 8)
     kwargs = dict(TILE_ROWS=tile_rows, ALIGN=align, VEC=vec, UNROLL=unroll, LOG2=log2, GUARD=_log2_guard(x, log2),
                   PREFETCH=_l2_prefetch_steps(x), LINE=line, **_slot_polling(x, n_segments, num_warps, one_warp_from),
-                  WAIT_PREFETCH=_wait_prefetch_blocks(x, n_segments, wait_prefetch), num_warps=num_warps,
-                  maxnreg=maxnreg)
+                  WAIT_PREFETCH=_wait_prefetch_blocks(x, n_segments, wait_prefetch),
+                  VECTOR_EDGES=TILE_STREAM_VECTOR_EDGES if vector_edges is None else vector_edges,
+                  num_warps=num_warps, maxnreg=maxnreg)
     n_programs = _persistent_programs(kernel, args, kwargs, n_rows * n_segments, n_segments, programs_per_sm,
                                       x.device)
     _launch(kernel, (n_programs,), *args, **kwargs)

@@ -176,12 +176,13 @@ signature = {"output_ptr": pointer, "input_ptr": pointer, "slots_ptr": "*i64", "
              "output_row_stride": "i32", "n_rows": "i32", "n_cols": "i32", "n_segments": "i32",
              "blocks_per_segment": "i32", "max_polls": "i32", "TILE_ROWS": "constexpr", "SEGMENTS_BLOCK": "constexpr",
              "ALIGN": "constexpr", "VEC": "constexpr", "UNROLL": "constexpr", "LOG2": "constexpr", "GUARD": "constexpr",
-             "PREFETCH": "constexpr", "LINE": "constexpr", "POLL_SLEEP": "constexpr", "WAIT_PREFETCH": "constexpr"}
+             "PREFETCH": "constexpr", "LINE": "constexpr", "POLL_SLEEP": "constexpr", "WAIT_PREFETCH": "constexpr",
+             "VECTOR_EDGES": "constexpr"}
 vec = 4 if sys.argv[1] == "fp32" else 8
 for wait_prefetch in (0, sm.TILE_STREAM_WAIT_PREFETCH):
     constexprs = dict(TILE_ROWS=2048, SEGMENTS_BLOCK=8, ALIGN=vec, VEC=vec, UNROLL=1, LOG2=vec == 8,
                       GUARD=sys.argv[1] == "bf16", PREFETCH=sm.TILE_STREAM_PREFETCH, LINE=True,
-                      POLL_SLEEP=sm.POLL_SLEEP_NS, WAIT_PREFETCH=wait_prefetch)
+                      POLL_SLEEP=sm.POLL_SLEEP_NS, WAIT_PREFETCH=wait_prefetch, VECTOR_EDGES=sm.TILE_STREAM_VECTOR_EDGES)
     kernel = triton.compile(ASTSource(fn=sm._tile_stream_fwd_kernel, signature=signature, constexprs=constexprs),
                             target=GPUTarget("cuda", 90, 32), options={"num_warps": 32, "maxnreg": 64})
     ptx = kernel.asm["ptx"]
@@ -345,22 +346,45 @@ def stream_views(dtype):
 # with more programs than segments; one block per segment (edge blocks alone); whole rows (no exchange);
 # the first again with a slot vector of a lane per thread (Plan.one_warp_from), and of 32 lanes (Plan.slot_lanes)
 STREAM_CONFIGS = [(16, 2, 2, 0, 16), (32, 3, 1, 0, 16), (64, 1, math.inf, 0, 16), (16, 2, 2, 2, 16), (16, 2, 2, 0, 32)]
-# tile-stream (programs_per_sm, segment tiles, unroll, one_warp_from), tiles of 32 vectors (one warp, one vector
-# a thread): the same four cases, loops unrolled or not
-TILE_STREAM_CONFIGS = [(2, 2, 1, 0), (3, 1, 2, 0), (1, math.inf, 2, 0), (2, 2, 1, 2)]
+# tile-stream (programs_per_sm, segment tiles, unroll, one_warp_from, vector_edges), tiles of 32 vectors (one
+# warp, one vector a thread): the same four cases, loops unrolled or not, each with edge tiles in whole vectors
+# or element by element (TILE_STREAM_VECTOR_EDGES)
+TILE_STREAM_CONFIGS = [(2, 2, 1, 0, True), (3, 1, 2, 0, False), (1, math.inf, 2, 0, True), (2, 2, 1, 2, False),
+                       (2, 2, 1, 0, False), (3, 1, 2, 0, True), (1, math.inf, 2, 0, False)]
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("view", ["contiguous", "col_slice", "unaligned_base"])
-@pytest.mark.parametrize("programs_per_sm,segment_tiles,unroll,one_warp_from", TILE_STREAM_CONFIGS)
-def test_tile_stream_kernel(view, programs_per_sm, segment_tiles, unroll, one_warp_from, dtype):
+@pytest.mark.parametrize("programs_per_sm,segment_tiles,unroll,one_warp_from,vector_edges", TILE_STREAM_CONFIGS)
+def test_tile_stream_kernel(view, programs_per_sm, segment_tiles, unroll, one_warp_from, vector_edges, dtype):
     x = stream_views(dtype)[view]
     y = torch.full(x.shape, 1234.5, dtype=dtype, device=DEVICE)
     align = sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0))
     tile_bytes = 32 * sm._exchange_vec(x.element_size(), x, y) * x.element_size()
     sm._forward_tile_stream(y, x, 1, 1, programs_per_sm, segment_tiles * tile_bytes, align, unroll,
-                            one_warp_from=one_warp_from)
+                            one_warp_from=one_warp_from, vector_edges=vector_edges)
     assert_softmax(y, x)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("n_cols", [1, 3, 9, 299])
+@pytest.mark.parametrize("vector_edges", [True, False])
+def test_tile_stream_writes_its_rows_and_nothing_else(n_cols, vector_edges, dtype):
+    """Rows inside wider buffers (row stride n_cols + 13: rows start at every offset of a vector; rows shorter
+    than a vector, inside one tile, and of two tiles): every element of every row written, and nothing beside
+    the rows, with edge tiles in whole vectors (whole-vector stores plus the straddling vectors) or not."""
+    big_x = make_input((6, n_cols + 13), dtype)
+    big_x[1, ::2] = float("-inf")
+    big_y = torch.full_like(big_x, 1234.5)
+    x, y = big_x[:, 8:8 + n_cols], big_y[:, 8:8 + n_cols]  # 16-byte-aligned bases, one shared row stride
+    align = sm._vector_align(x.element_size(), n_cols, x.stride(0), y.stride(0))
+    vec = sm._exchange_vec(x.element_size(), x, y)
+    assert vec == 16 // x.element_size() and align < vec
+    sm._forward_tile_stream(y, x, 1, 1, 2, 2 * 32 * vec * x.element_size(), align, 1, vector_edges=vector_edges)
+    assert_softmax(y, x)
+    beside = torch.ones_like(big_y, dtype=torch.bool)
+    beside[:, 8:8 + n_cols] = False
+    assert (big_y[beside] == 1234.5).all()
 
 
 # rows-pipelined (programs_per_sm, num_stages): a program for every row, then fewer programs than

@@ -1,0 +1,49 @@
+"""Probe: tile-stream's edge tiles in whole 16-byte vectors (TILE_STREAM_VECTOR_EDGES), and tile-stream instead of
+the tile kernel for rows that are not whole vectors (notes/kernels.md, round 41: prediction written before the probe).
+
+Exploration for tuning SOFTMAX_PLANS, not evidence: every variant is checked against float64 on every element,
+then timed as build.py --run times (CUDA-graph replays, L2 flushed), beside a copy of the same bytes.
+
+    python scripts/probe_vector_edges.py [stream] [tile]   # on a CUDA machine; $OUT/probe_vector_edges.json
+"""
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from probe_long_rows import forward_configs_probe, run_probes  # noqa: E402
+from kernels import triton_softmax as sm  # noqa: E402
+
+DTYPES = ["float16", "bfloat16", "float32"]
+STREAM_NS = [777777, 262147]       # odd N on tile-stream
+TILE_NS = [40001, 65535, 100001, 131071]  # odd N that the table gives the tile kernel (2-byte to 131,072)
+
+
+def tile_stream(vector_edges):
+    """tile-stream as the table's long rows run it (2 vectors a thread, 32 warps, 256 KB segments), edges as asked."""
+    def run(x):
+        y = torch.empty_like(x)
+        align = sm._forward_align(y, x)
+        sm._forward_tile_stream(y, x, 2, 32, 1, 262144, align, 1, sm._log2_exp(x),
+                                one_warp_from=2 if x.element_size() == 2 else 0, vector_edges=vector_edges)
+        return y
+    return run
+
+
+VARIANTS = [("tile-stream, vector edges", tile_stream(True)), ("tile-stream, element edges", tile_stream(False))]
+
+
+def stream_probe(out: list) -> None:
+    """Copy, dispatcher (tile-stream, element edges) and tile-stream with vector edges, at odd N."""
+    forward_configs_probe("vector-edges-stream", STREAM_NS, VARIANTS[:1], out, DTYPES)
+
+
+def tile_probe(out: list) -> None:
+    """Copy, dispatcher (the tile kernel, for 2-byte rows to 131,072 and all rows to 65,536) and tile-stream."""
+    forward_configs_probe("vector-edges-tile", TILE_NS, VARIANTS, out, DTYPES)
+
+
+if __name__ == "__main__":
+    run_probes({"stream": stream_probe, "tile": tile_probe}, sys.argv[1:] or ["stream", "tile"],
+               "probe_vector_edges.json")
