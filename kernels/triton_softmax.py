@@ -1019,6 +1019,13 @@ class Plan(NamedTuple):
 # and 32,768. fp32 24,577-32,768 on rows of 16 warps (128 registers; spills 14, still the fastest): at
 # 28,000 +15% and at 32,768 +9% over "online" on the H200, +2% at 32,768 on the H100; at 20,000 and
 # 24,000 (27% padding) "online" stays ahead by 0.6-5%. Below 8,192 keeping y and dy 2-byte is within 1%.
+# Rows that are not whole 16-byte vectors (ALIGN < 16 / elem_bytes) stay off the tile kernel: it masks every
+# access per element, so such rows ran it one element at a time, at 33-45% of copy for 2-byte rows of 40,001-
+# 131,071 columns. tile-stream realigns a row's tiles and, since round 41, reads its edge tiles in whole vectors:
+# against the tile kernel, 2-byte 65,535-131,071 +7% to +44% and 40,001 +1% to +4%, fp32 65,535 +8% (H200) and
+# +30% (H100), fp32 100,001-131,071 +2% to +4% (those rows take tile-stream already), fp32 40,001 -8% (H200) and
+# +1% (H100) (notes/kernels.md, round 41). The rows-kernel band's rows of 8k-32k that are not whole vectors are
+# unchanged (see above).
 # Rows cut into segments, where one warp re-reads a waiting segment's slots (one_warp_from, round 33): by
 # default Triton gives each of the program's 32 warps a copy of the small slot vector, and every warp re-reads
 # it; a lane per thread keeps the loads in the first warp. The wait's latency had grown with the segments a
@@ -1052,8 +1059,9 @@ SOFTMAX_PLANS = (
     Plan("forward",     28000,        2,  2, "tile",       1,     0,    16,    4,    0,      0, 2, True),
     Plan("forward",     32768,        2,  2, "rows-pipelined", 1, 0,    32,    1,    3,      0, 1, True),
     Plan("forward",     32768,        0,  0, "rows",       1,     0,    32,    0),
-    Plan("forward",     65536,        2,  0, "tile",       2,     0,    32,    1,    0,      0, 4),
-    Plan("forward",    131072,        2,  2, "tile",       2,     0,    32,    1,    0,      0, 2),
+    Plan("forward",     65536,        2,  0, "tile",       2,     0,    32,    1,    0,      0, 4, True),
+    Plan("forward",    131072,        2,  2, "tile",       2,     0,    32,    1,    0,      0, 2, True),
+    Plan("forward",     65536,        2,  4, "tile-stream", 2,    0,    32,    1,    0, 262144),
     Plan("forward",     65536,        0,  4, "exchange",   0,  4096,     8,    4),
     Plan("forward",  math.inf,        0,  2, "tile-stream", 2,    0,    32,    1,    0, 262144, one_warp_from=2),
     Plan("forward",  math.inf,        0,  4, "tile-stream", 2,    0,    32,    1,    0, 262144),
@@ -1097,8 +1105,11 @@ POLL_SLEEP_MIN_SEGMENTS = 16
 # spilled (fp32: -2% to -15%) and gained 0-4% only for 2-byte rows of 524,288 and more, so it has none.
 TILE_STREAM_WAIT_PREFETCH = 1
 # Whether tile-stream's edge tiles (a row's first and last) load and store whole 16-byte vectors, with the row's
-# columns picked in registers, where ALIGN < VEC would split every access into VEC (notes/kernels.md, round 41).
-TILE_STREAM_VECTOR_EDGES = False
+# columns picked in registers, where ALIGN < VEC would split every access into VEC (notes/kernels.md, round 41):
+# for rows that are not whole vectors, +1.5-2% (fp32) and +3-22% (2-byte) at 262,147 and 777,777 columns on the
+# H100 and H200 (notes/probes/2026-11-22-h{100,200}-vector-edges.json); rows of whole vectors compile as before
+# but for the two straddling-vector stores.
+TILE_STREAM_VECTOR_EDGES = True
 # Exchange programs re-read their row's slots up to this many times (~0.5 us each, an L2 round
 # trip) before computing missing partials from the input. Co-resident siblings publish within
 # a few microseconds, so this only runs out when they are not running.

@@ -104,9 +104,12 @@ def plan_cases(op, dtype):
         if shadowing:
             n_rows = min(n_rows, min(p.min_rows_per_sm for p in shadowing) * sm_count - 1)
         widths = [lower + 1] + ([int(plan.max_cols)] if plan.max_cols <= MAX_BOUNDARY_COLS else [])
+        vec = 16 // elem_bytes
         if plan.whole_vectors:  # the first width of whole 16-byte vectors in the band
-            vec = 16 // elem_bytes
             widths = [-(-w // vec) * vec for w in widths]
+        elif any(p.whole_vectors and p.max_cols == plan.max_cols and p.min_rows_per_sm <= plan.min_rows_per_sm
+                 for p in plans[:i]):  # an earlier row takes this band's whole vectors: widths that are not
+            widths = [w - 1 if w % vec == 0 else w for w in widths]
         cases += [pytest.param(plan, n_rows, n_cols, dtype, id=f"{op}-{plan.path}-{n_rows}x{n_cols}-{dtype}")
                   for n_cols in widths]
     return cases
@@ -126,6 +129,18 @@ def test_rows_not_of_whole_vectors_skip_the_rows_that_need_them(n_cols, dtype):
     assert plan.path == "rows" and not plan.whole_vectors
     aligned = sm._select_plan("forward", 10**6, -(-n_cols // 8) * 8, dtype.itemsize, DEVICE, 8)
     assert aligned.path in ("tile", "rows-pipelined")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("n_cols", [40_001, 65_535, 100_001, 131_071])
+def test_long_rows_not_of_whole_vectors_skip_the_tile_kernel(n_cols, dtype):
+    """The tile kernel masks every access per element, so rows of 32k-128k columns that are not whole 16-byte
+    vectors go to tile-stream, which realigns them (round 41); rows of whole vectors there keep the tile kernel
+    (2-byte to 131,072, fp32 to 65,536)."""
+    plan = sm._select_plan("forward", 10**6, n_cols, dtype.itemsize, DEVICE, contiguous_align(n_cols, dtype))
+    assert plan.path == "tile-stream"
+    aligned = sm._select_plan("forward", 10**6, n_cols + 1, dtype.itemsize, DEVICE, 16 // dtype.itemsize)
+    assert aligned.path == ("tile" if n_cols + 1 <= (131072 if dtype.itemsize == 2 else 65536) else "tile-stream")
 
 
 @pytest.fixture
@@ -213,6 +228,39 @@ def test_tile_stream_prefetch_compiles_for_hopper(dtype):
     # the wait's prefetch: one address per 16-byte vector of a tile, 2 a thread at 32 warps
     assert loop_prefetches >= 1 and prefetches == loop_prefetches + 2 * sm.TILE_STREAM_WAIT_PREFETCH
     assert sleeps >= 1 and cubin_bytes > 0
+
+
+VECTOR_EDGES_COMPILE = """
+import re
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+import kernels.triton_softmax as sm
+signature = {"output_ptr": "*fp16", "input_ptr": "*fp16", "slots_ptr": "*i64", "input_row_stride": "i32",
+             "output_row_stride": "i32", "n_rows": "i32", "n_cols": "i32", "n_segments": "i32",
+             "blocks_per_segment": "i32", "max_polls": "i32", "TILE_ROWS": "constexpr", "SEGMENTS_BLOCK": "constexpr",
+             "ALIGN": "constexpr", "VEC": "constexpr", "UNROLL": "constexpr", "LOG2": "constexpr", "GUARD": "constexpr",
+             "PREFETCH": "constexpr", "LINE": "constexpr", "POLL_SLEEP": "constexpr", "WAIT_PREFETCH": "constexpr",
+             "VECTOR_EDGES": "constexpr"}
+aligned = {(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]}  # as the launch's 16-byte bases
+for vector_edges in (False, True):
+    constexprs = dict(TILE_ROWS=2048, SEGMENTS_BLOCK=16, ALIGN=1, VEC=8, UNROLL=1, LOG2=True, GUARD=False,
+                      PREFETCH=0, LINE=True, POLL_SLEEP=0, WAIT_PREFETCH=0, VECTOR_EDGES=vector_edges)
+    kernel = triton.compile(ASTSource(fn=sm._tile_stream_fwd_kernel, signature=signature, constexprs=constexprs,
+                                      attrs=aligned), target=GPUTarget("cuda", 90, 32),
+                            options={"num_warps": 32, "maxnreg": 64})
+    ptx = kernel.asm["ptx"]
+    print(len(re.findall(r"(?:ld|st)[.]global[.a-z0-9:_]*[.]b16 ", ptx)), len(re.findall(r"[.]v4[.]b32 ", ptx)))
+"""
+
+
+def test_vector_edges_keep_edge_tiles_whole_on_hopper():
+    """Rows that are not whole vectors (ALIGN 1): with TILE_STREAM_VECTOR_EDGES the edge tiles' loads and stores
+    compile to 16-byte vector accesses, where per-element masks split each into 8 two-byte ones (sm_90 PTX)."""
+    assert sm.TILE_STREAM_VECTOR_EDGES
+    lines = compiled_for_hopper(VECTOR_EDGES_COMPILE).split("\n")
+    (split_scalar, split_vector), (whole_scalar, whole_vector) = (map(int, line.split()) for line in lines[-3:-1])
+    assert whole_scalar * 2 < split_scalar and whole_vector > split_vector
 
 
 ROWS_BACKWARD_COMPILE = """
