@@ -1107,8 +1107,7 @@ TILE_STREAM_WAIT_PREFETCH = 1
 # Whether tile-stream's edge tiles (a row's first and last) load and store whole 16-byte vectors, with the row's
 # columns picked in registers, where ALIGN < VEC would split every access into VEC (notes/kernels.md, round 41):
 # for rows that are not whole vectors, +1.5-2% (fp32) and +3-22% (2-byte) at 262,147 and 777,777 columns on the
-# H100 and H200 (notes/probes/2026-11-22-h{100,200}-vector-edges.json); rows of whole vectors compile as before
-# but for the two straddling-vector stores.
+# H100 and H200 (notes/probes/2026-11-22-h{100,200}-vector-edges.json). Only for such rows (_vector_edges).
 TILE_STREAM_VECTOR_EDGES = True
 # Exchange programs re-read their row's slots up to this many times (~0.5 us each, an L2 round
 # trip) before computing missing partials from the input. Co-resident siblings publish within
@@ -1443,6 +1442,13 @@ def _wait_prefetch_blocks(x: torch.Tensor, n_segments: int, blocks=None) -> int:
     return blocks if n_segments > 1 and _inline_ptx(x) else 0
 
 
+def _vector_edges(align: int, vec: int, vector_edges=None) -> bool:
+    """TILE_STREAM_VECTOR_EDGES (or vector_edges, if given) for rows that are not whole vectors (align < vec); rows
+    of whole vectors keep per-element edge masks, which ALIGN already lets the compiler keep whole, and the kernel
+    that the vector edges' extra code slowed by 4-13% at fp32 100,000-1M (sweeps of 01e56f5, round 41)."""
+    return bool(TILE_STREAM_VECTOR_EDGES if vector_edges is None else vector_edges) and align < vec
+
+
 def _l2_prefetch_steps(x: torch.Tensor) -> int:
     """TILE_STREAM_PREFETCH where inline PTX runs (the prefetch is inline PTX), else 0."""
     return TILE_STREAM_PREFETCH if _inline_ptx(x) else 0
@@ -1467,8 +1473,7 @@ def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, s
     kwargs = dict(TILE_ROWS=tile_rows, ALIGN=align, VEC=vec, UNROLL=unroll, LOG2=log2, GUARD=_log2_guard(x, log2),
                   PREFETCH=_l2_prefetch_steps(x), LINE=line, **_slot_polling(x, n_segments, num_warps, one_warp_from),
                   WAIT_PREFETCH=_wait_prefetch_blocks(x, n_segments, wait_prefetch),
-                  VECTOR_EDGES=TILE_STREAM_VECTOR_EDGES if vector_edges is None else vector_edges,
-                  num_warps=num_warps, maxnreg=maxnreg)
+                  VECTOR_EDGES=_vector_edges(align, vec, vector_edges), num_warps=num_warps, maxnreg=maxnreg)
     n_programs = _persistent_programs(kernel, args, kwargs, n_rows * n_segments, n_segments, programs_per_sm,
                                       x.device)
     _launch(kernel, (n_programs,), *args, **kwargs)
