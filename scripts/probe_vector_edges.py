@@ -4,7 +4,7 @@ the tile kernel for rows that are not whole vectors (notes/kernels.md, round 41:
 Exploration for tuning SOFTMAX_PLANS, not evidence: every variant is checked against float64 on every element,
 then timed as build.py --run times (CUDA-graph replays, L2 flushed), beside a copy of the same bytes.
 
-    python scripts/probe_vector_edges.py [stream] [tile]   # on a CUDA machine; $OUT/probe_vector_edges.json
+    python scripts/probe_vector_edges.py [stream] [tile] [edge]   # on a CUDA machine; $OUT/probe_vector_edges.json
 """
 import sys
 from pathlib import Path
@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from probe_long_rows import forward_configs_probe, run_probes  # noqa: E402
+from probe_long_rows import forward_configs_probe, run_probes, with_module  # noqa: E402
 from kernels import triton_softmax as sm  # noqa: E402
 
 DTYPES = ["float16", "bfloat16", "float32"]
@@ -44,6 +44,13 @@ def tile_probe(out: list) -> None:
     forward_configs_probe("vector-edges-tile", TILE_NS, VARIANTS, out, DTYPES)
 
 
+def edge_probe(out: list) -> None:
+    """Copy, dispatcher and the dispatcher with its odd rows' edge tiles prefetched (round 42)."""
+    forward_configs_probe("edge-prefetch", [100001, 131071, 777777, 65535], [
+        ("edge prefetch", with_module(sm.softmax_forward, TILE_STREAM_EDGE_PREFETCH=True)),
+        ("dispatcher's launch", with_module(sm.softmax_forward, TILE_STREAM_EDGE_PREFETCH=False))], out, DTYPES)
+
+
 if __name__ == "__main__":
-    run_probes({"stream": stream_probe, "tile": tile_probe}, sys.argv[1:] or ["stream", "tile"],
+    run_probes({"stream": stream_probe, "tile": tile_probe, "edge": edge_probe}, sys.argv[1:] or ["stream", "tile"],
                "probe_vector_edges.json")
