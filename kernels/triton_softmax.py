@@ -692,22 +692,15 @@ def _write_vector(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, s
 @triton.jit
 def _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, first_block, end_block,
                           TILE_ROWS: tl.constexpr, VEC: tl.constexpr, UNROLL: tl.constexpr,
-                          LOG2: tl.constexpr = False, PREFETCH: tl.constexpr = 0, VECTOR_EDGES: tl.constexpr = False,
-                          EDGE_PREFETCH: tl.constexpr = False):
+                          LOG2: tl.constexpr = False, PREFETCH: tl.constexpr = 0, VECTOR_EDGES: tl.constexpr = False):
     """(max, sum of exp(x - max)) over tiles [first_block, end_block) of one row; (-inf, 0) if empty.
     With LOG2 the max is scaled by log2(e) (see LOG2E). PREFETCH > 0: each step asks L2 for the tile
-    PREFETCH steps ahead (see TILE_STREAM_PREFETCH). VECTOR_EDGES: see _load_edge. EDGE_PREFETCH: the row's
-    edge tiles this range holds are asked of L2 before the loop, which reads them last."""
+    PREFETCH steps ahead (see TILE_STREAM_PREFETCH). VECTOR_EDGES: see _load_edge."""
     tile = tl.arange(0, TILE_ROWS)[:, None] * VEC + tl.arange(0, VEC)[None, :]
     vec_max = tl.full([TILE_ROWS], float("-inf"), tl.float32)
     vec_sum = tl.zeros([TILE_ROWS], tl.float32)
     lo = tl.maximum(first_block, 1)
     hi = tl.minimum(end_block, n_blocks - 1)
-    if EDGE_PREFETCH:
-        if first_block == 0:
-            _prefetch_l2(input_ptr + in_base + tl.arange(0, TILE_ROWS) * VEC)
-        if _holds_last_block(first_block, end_block, n_blocks):
-            _prefetch_l2(input_ptr + in_base + (n_blocks - 1) * (TILE_ROWS * VEC) + tl.arange(0, TILE_ROWS) * VEC)
     for block in tl.range(lo, hi, loop_unroll_factor=UNROLL):
         if PREFETCH > 0:  # one address per 16-byte vector, as the loads: a coarser stride asks for lines twice
             _prefetch_l2(input_ptr + in_base + tl.minimum(block + PREFETCH, hi - 1) * (TILE_ROWS * VEC)
@@ -811,8 +804,7 @@ def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, 
                             SEGMENTS_BLOCK: tl.constexpr, ALIGN: tl.constexpr, VEC: tl.constexpr,
                             UNROLL: tl.constexpr, LOG2: tl.constexpr = False, GUARD: tl.constexpr = False,
                             PREFETCH: tl.constexpr = 0, LINE: tl.constexpr = False, POLL_SLEEP: tl.constexpr = 0,
-                            WAIT_PREFETCH: tl.constexpr = 0, VECTOR_EDGES: tl.constexpr = False,
-                            EDGE_PREFETCH: tl.constexpr = False):
+                            WAIT_PREFETCH: tl.constexpr = 0, VECTOR_EDGES: tl.constexpr = False):
     """The stream kernel on the tile kernel's register diet: [TILE_ROWS, VEC] tiles with one running
     (max, sum) per vector, plain loads (no shared-memory stages), so many warps fit an SM."""
     n_cols = n_cols // ALIGN * ALIGN
@@ -824,7 +816,7 @@ def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, 
             LINE)
         segment_max, segment_sum = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks,
                                                          first_block, end_block, TILE_ROWS, VEC, UNROLL, LOG2,
-                                                         PREFETCH, VECTOR_EDGES, EDGE_PREFETCH)
+                                                         PREFETCH, VECTOR_EDGES)
         if SEGMENTS_BLOCK == 1:
             row_max = segment_max
             # times exp(0) = 1, or exp(-inf - -inf) = NaN for a fully -inf row (as torch gives), in either domain
@@ -1117,8 +1109,6 @@ TILE_STREAM_WAIT_PREFETCH = 1
 # for rows that are not whole vectors, +1.5-2% (fp32) and +3-22% (2-byte) at 262,147 and 777,777 columns on the
 # H100 and H200 (notes/probes/2026-11-22-h{100,200}-vector-edges.json). Only for such rows (_vector_edges).
 TILE_STREAM_VECTOR_EDGES = True
-# Whether those rows' segments ask L2 for the edge tiles they hold before their interior loop (round 42).
-TILE_STREAM_EDGE_PREFETCH = False
 # Exchange programs re-read their row's slots up to this many times (~0.5 us each, an L2 round
 # trip) before computing missing partials from the input. Co-resident siblings publish within
 # a few microseconds, so this only runs out when they are not running.
@@ -1483,9 +1473,7 @@ def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, s
     kwargs = dict(TILE_ROWS=tile_rows, ALIGN=align, VEC=vec, UNROLL=unroll, LOG2=log2, GUARD=_log2_guard(x, log2),
                   PREFETCH=_l2_prefetch_steps(x), LINE=line, **_slot_polling(x, n_segments, num_warps, one_warp_from),
                   WAIT_PREFETCH=_wait_prefetch_blocks(x, n_segments, wait_prefetch),
-                  VECTOR_EDGES=_vector_edges(align, vec, vector_edges),
-                  EDGE_PREFETCH=_vector_edges(align, vec, vector_edges) and _l2_prefetch_steps(x) > 0
-                  and TILE_STREAM_EDGE_PREFETCH, num_warps=num_warps, maxnreg=maxnreg)
+                  VECTOR_EDGES=_vector_edges(align, vec, vector_edges), num_warps=num_warps, maxnreg=maxnreg)
     n_programs = _persistent_programs(kernel, args, kwargs, n_rows * n_segments, n_segments, programs_per_sm,
                                       x.device)
     _launch(kernel, (n_programs,), *args, **kwargs)

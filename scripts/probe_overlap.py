@@ -49,8 +49,7 @@ def _overlap_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, outp
                         SEGMENTS_BLOCK: tl.constexpr, ALIGN: tl.constexpr, VEC: tl.constexpr,
                         UNROLL: tl.constexpr, LOG2: tl.constexpr = False, GUARD: tl.constexpr = False,
                         PREFETCH: tl.constexpr = 0, LINE: tl.constexpr = False, POLL_SLEEP: tl.constexpr = 0,
-                        WAIT_PREFETCH: tl.constexpr = 0, VECTOR_EDGES: tl.constexpr = False,
-                        EDGE_PREFETCH: tl.constexpr = False):
+                        WAIT_PREFETCH: tl.constexpr = 0, VECTOR_EDGES: tl.constexpr = False):
     """tile-stream with item j's pass 1 and item j - 1's pass 2 in one loop (see the module docstring)."""
     n_cols = n_cols // ALIGN * ALIGN
     input_row_stride = input_row_stride // ALIGN * ALIGN

@@ -5,6 +5,9 @@ Exploration for tuning SOFTMAX_PLANS, not evidence: every variant is checked aga
 then timed as build.py --run times (CUDA-graph replays, L2 flushed), beside a copy of the same bytes.
 
     python scripts/probe_vector_edges.py [stream] [tile] [edge]   # on a CUDA machine; $OUT/probe_vector_edges.json
+
+"stream" and "tile" ran on commit 234aab7's kernels (vector edges off by default then); "edge" ran on 57463bf, whose
+kernels have TILE_STREAM_EDGE_PREFETCH (round 42, not adopted: it runs only there).
 """
 import sys
 from pathlib import Path

@@ -192,13 +192,12 @@ signature = {"output_ptr": pointer, "input_ptr": pointer, "slots_ptr": "*i64", "
              "blocks_per_segment": "i32", "max_polls": "i32", "TILE_ROWS": "constexpr", "SEGMENTS_BLOCK": "constexpr",
              "ALIGN": "constexpr", "VEC": "constexpr", "UNROLL": "constexpr", "LOG2": "constexpr", "GUARD": "constexpr",
              "PREFETCH": "constexpr", "LINE": "constexpr", "POLL_SLEEP": "constexpr", "WAIT_PREFETCH": "constexpr",
-             "VECTOR_EDGES": "constexpr", "EDGE_PREFETCH": "constexpr"}
+             "VECTOR_EDGES": "constexpr"}
 vec = 4 if sys.argv[1] == "fp32" else 8
 for wait_prefetch in (0, sm.TILE_STREAM_WAIT_PREFETCH):
     constexprs = dict(TILE_ROWS=2048, SEGMENTS_BLOCK=8, ALIGN=vec, VEC=vec, UNROLL=1, LOG2=vec == 8,
                       GUARD=sys.argv[1] == "bf16", PREFETCH=sm.TILE_STREAM_PREFETCH, LINE=True,
-                      POLL_SLEEP=sm.POLL_SLEEP_NS, WAIT_PREFETCH=wait_prefetch, VECTOR_EDGES=sm.TILE_STREAM_VECTOR_EDGES,
-                      EDGE_PREFETCH=False)
+                      POLL_SLEEP=sm.POLL_SLEEP_NS, WAIT_PREFETCH=wait_prefetch, VECTOR_EDGES=sm.TILE_STREAM_VECTOR_EDGES)
     kernel = triton.compile(ASTSource(fn=sm._tile_stream_fwd_kernel, signature=signature, constexprs=constexprs),
                             target=GPUTarget("cuda", 90, 32), options={"num_warps": 32, "maxnreg": 64})
     ptx = kernel.asm["ptx"]
@@ -242,12 +241,11 @@ signature = {"output_ptr": "*fp16", "input_ptr": "*fp16", "slots_ptr": "*i64", "
              "blocks_per_segment": "i32", "max_polls": "i32", "TILE_ROWS": "constexpr", "SEGMENTS_BLOCK": "constexpr",
              "ALIGN": "constexpr", "VEC": "constexpr", "UNROLL": "constexpr", "LOG2": "constexpr", "GUARD": "constexpr",
              "PREFETCH": "constexpr", "LINE": "constexpr", "POLL_SLEEP": "constexpr", "WAIT_PREFETCH": "constexpr",
-             "VECTOR_EDGES": "constexpr", "EDGE_PREFETCH": "constexpr"}
+             "VECTOR_EDGES": "constexpr"}
 aligned = {(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]}  # as the launch's 16-byte bases
 for vector_edges in (False, True):
     constexprs = dict(TILE_ROWS=2048, SEGMENTS_BLOCK=16, ALIGN=1, VEC=8, UNROLL=1, LOG2=True, GUARD=False,
-                      PREFETCH=0, LINE=True, POLL_SLEEP=0, WAIT_PREFETCH=0, VECTOR_EDGES=vector_edges,
-                      EDGE_PREFETCH=False)
+                      PREFETCH=0, LINE=True, POLL_SLEEP=0, WAIT_PREFETCH=0, VECTOR_EDGES=vector_edges)
     kernel = triton.compile(ASTSource(fn=sm._tile_stream_fwd_kernel, signature=signature, constexprs=constexprs,
                                       attrs=aligned), target=GPUTarget("cuda", 90, 32),
                             options={"num_warps": 32, "maxnreg": 64})
