@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from probe_long_rows import forward_configs_probe, plan_forward, run_probes  # noqa: E402
 from kernels import triton_softmax as sm  # noqa: E402
 from kernels.triton_softmax import (LOG2E, _combine_partials, _exp_scaled, _guard_scale,  # noqa: E402
-                                    _holds_last_block, _pack, _prefetch_l2, _prefetch_next_item, _row_partials,
-                                    _segment_item, _tile_edge, _tile_segment_max_sum, _vector_online)
+                                    _holds_last_block, _load_edge, _pack, _prefetch_l2, _prefetch_next_item,
+                                    _row_partials, _segment_item, _tile_segment_max_sum, _vector_online)
 
 NS = [131072, 262144, 524288, 777777, 1048576]
 DTYPES = ["float32", "float16", "bfloat16"]
@@ -105,19 +105,15 @@ def _overlap_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, outp
             block = 0 if edge == 0 else p_n_blocks - 1
             if (p_first_block == 0) & (p_end_block > 0) if edge == 0 else _holds_last_block(
                     p_first_block, p_end_block, p_n_blocks):
-                offsets, mask = _tile_edge(p_first_col, n_cols, block, TILE_ROWS, VEC)
-                x = tl.load(input_ptr + p_in_base + offsets, mask=mask, other=float("-inf")).to(tl.float32)
+                x, offsets, mask = _load_edge(input_ptr, p_in_base, p_first_col, n_cols, block, TILE_ROWS, VEC, False)
                 numerator = _exp_scaled(x, p_max, p_scale) if LOG2 else tl.exp(x - p_max)
                 tl.store(output_ptr + p_out_base + offsets,
                          (numerator * p_inv).to(output_ptr.dtype.element_ty), mask=mask)
-        if (first_block == 0) & has_item:
-            offsets, mask = _tile_edge(first_col, n_cols, 0, TILE_ROWS, VEC)
-            x = tl.load(input_ptr + in_base + offsets, mask=mask, other=float("-inf"))
-            vec_max, vec_sum = _vector_online(vec_max, vec_sum, x.to(tl.float32), LOG2)
-        if _holds_last_block(first_block, end_block, n_blocks):
-            offsets, mask = _tile_edge(first_col, n_cols, n_blocks - 1, TILE_ROWS, VEC)
-            x = tl.load(input_ptr + in_base + offsets, mask=mask, other=float("-inf"))
-            vec_max, vec_sum = _vector_online(vec_max, vec_sum, x.to(tl.float32), LOG2)
+        for edge in tl.static_range(2):  # this item's edge tiles, if it holds them
+            if ((first_block == 0) & has_item) if edge == 0 else _holds_last_block(first_block, end_block, n_blocks):
+                x, _, _ = _load_edge(input_ptr, in_base, first_col, n_cols, 0 if edge == 0 else n_blocks - 1,
+                                     TILE_ROWS, VEC, False)
+                vec_max, vec_sum = _vector_online(vec_max, vec_sum, x, LOG2)
         segment_max = tl.max(vec_max, axis=0)
         safe_max = tl.where(segment_max == float("-inf"), 0.0, segment_max)
         rescale = tl.exp2(vec_max - safe_max) if LOG2 else tl.exp(vec_max - safe_max)
