@@ -1020,7 +1020,7 @@ class Plan(NamedTuple):
 # 28,000 +15% and at 32,768 +9% over "online" on the H200, +2% at 32,768 on the H100; at 20,000 and
 # 24,000 (27% padding) "online" stays ahead by 0.6-5%. Below 8,192 keeping y and dy 2-byte is within 1%.
 # Rows that are not whole 16-byte vectors (ALIGN < 16 / elem_bytes) stay off the tile kernel: it masks every
-# access per element, so such rows ran it one element at a time, at 33-45% of copy for 2-byte rows of 40,001-
+# access per element, so such rows ran it one element at a time, at 36-55% of copy for 2-byte rows of 40,001-
 # 131,071 columns. tile-stream realigns a row's tiles and, since round 41, reads its edge tiles in whole vectors:
 # against the tile kernel, 2-byte 65,535-131,071 +7% to +44% and 40,001 +1% to +4%, fp32 65,535 +8% (H200) and
 # +30% (H100), fp32 100,001-131,071 +2% to +4% (those rows take tile-stream already), fp32 40,001 -8% (H200) and
