@@ -69,6 +69,13 @@ def _exp_scaled(x, scaled_max, scale=LOG2E):
 
 
 @triton.jit
+def _normalized(x, row_max, inv_row_sum, LOG2: tl.constexpr, scale=LOG2E):
+    """exp(x - m) * inv_row_sum for float32 x: the output before its cast, m = row_max (with LOG2, row_max is
+    m * scale: see _exp_scaled)."""
+    return (_exp_scaled(x, row_max, scale) if LOG2 else tl.exp(x - row_max)) * inv_row_sum
+
+
+@triton.jit
 def _guard_scale(natural):
     """The scale of exp2 for a row that GUARD took back to exp(x - m) (natural) or not.
 
@@ -663,18 +670,20 @@ def _tile_edge_vectors(first_col, n_cols, block, TILE_ROWS: tl.constexpr, VEC: t
 @triton.jit
 def _load_edge(input_ptr, in_base, first_col, n_cols, block, TILE_ROWS: tl.constexpr, VEC: tl.constexpr,
                VECTOR_EDGES: tl.constexpr):
-    """(x in float32, -inf outside the row; offsets; the row's columns) of one edge tile of a row. With VECTOR_EDGES
-    every vector holding one of the row's columns is read whole, and the rest set to -inf in registers: a
-    16-byte-aligned vector holding one of the tensor's bytes lies in its allocation's pages (bases are 16-byte
-    aligned, or VEC = 1)."""
+    """(x in float32, -inf outside the row; offsets; the mask to store the tile under) of one edge tile of a row.
+    With VECTOR_EDGES every vector holding one of the row's columns is read whole, and the rest set to -inf in
+    registers (a 16-byte-aligned vector holding one of the tensor's bytes lies in its allocation's pages: bases are
+    16-byte aligned, or VEC = 1), and the store mask takes only the vectors wholly inside the row (see
+    _write_vector for the others); else both masks are the row's columns."""
     offsets, mask = _tile_edge(first_col, n_cols, block, TILE_ROWS, VEC)
     if VECTOR_EDGES:
-        touched, _ = _tile_edge_vectors(first_col, n_cols, block, TILE_ROWS, VEC)
+        touched, store_mask = _tile_edge_vectors(first_col, n_cols, block, TILE_ROWS, VEC)
         x = tl.load(input_ptr + in_base + offsets, mask=touched, other=float("-inf")).to(tl.float32)
         x = tl.where(mask, x, float("-inf"))
     else:
+        store_mask = mask
         x = tl.load(input_ptr + in_base + offsets, mask=mask, other=float("-inf")).to(tl.float32)
-    return x, offsets, mask
+    return x, offsets, store_mask
 
 
 @triton.jit
@@ -685,8 +694,8 @@ def _write_vector(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, s
     offsets = start + tl.arange(0, VEC)
     mask = (first_col + offsets >= 0) & (first_col + offsets < n_cols)
     x = tl.load(input_ptr + in_base + offsets, mask=mask, other=float("-inf")).to(tl.float32)
-    numerator = _exp_scaled(x, row_max, scale) if LOG2 else tl.exp(x - row_max)
-    tl.store(output_ptr + out_base + offsets, (numerator * inv_row_sum).to(output_ptr.dtype.element_ty), mask=mask)
+    tl.store(output_ptr + out_base + offsets,
+             _normalized(x, row_max, inv_row_sum, LOG2, scale).to(output_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -735,18 +744,15 @@ def _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_c
     for k in tl.range(0, hi - lo, loop_unroll_factor=UNROLL):
         offsets = (hi - 1 - k) * (TILE_ROWS * VEC) + tile
         x = tl.load(input_ptr + in_base + offsets, eviction_policy="evict_first").to(tl.float32)
-        numerator = _exp_scaled(x, row_max, scale) if LOG2 else tl.exp(x - row_max)
-        tl.store(output_ptr + out_base + offsets,
-                 (numerator * inv_row_sum).to(output_ptr.dtype.element_ty), cache_modifier=".cs")
+        y = _normalized(x, row_max, inv_row_sum, LOG2, scale)
+        tl.store(output_ptr + out_base + offsets, y.to(output_ptr.dtype.element_ty), cache_modifier=".cs")
     for edge in tl.static_range(2):
         block = 0 if edge == 0 else n_blocks - 1
         if (first_block == 0) if edge == 0 else _holds_last_block(first_block, end_block, n_blocks):
-            x, offsets, mask = _load_edge(input_ptr, in_base, first_col, n_cols, block, TILE_ROWS, VEC, VECTOR_EDGES)
-            numerator = _exp_scaled(x, row_max, scale) if LOG2 else tl.exp(x - row_max)
-            if VECTOR_EDGES:
-                _, mask = _tile_edge_vectors(first_col, n_cols, block, TILE_ROWS, VEC)
-            tl.store(output_ptr + out_base + offsets,
-                     (numerator * inv_row_sum).to(output_ptr.dtype.element_ty), mask=mask)
+            x, offsets, store_mask = _load_edge(input_ptr, in_base, first_col, n_cols, block, TILE_ROWS, VEC,
+                                                VECTOR_EDGES)
+            y = _normalized(x, row_max, inv_row_sum, LOG2, scale)
+            tl.store(output_ptr + out_base + offsets, y.to(output_ptr.dtype.element_ty), mask=store_mask)
     if VECTOR_EDGES:  # the vectors holding column 0 and column n_cols - 1 (a whole one is written twice, alike)
         if first_block == 0:
             _write_vector(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, -first_col // VEC * VEC,
@@ -873,9 +879,8 @@ def _tile_row_write(output_row, input_row, n_cols, n_blocks, row_max, inv_row_su
         mask = offsets < n_cols
         x = tl.load(input_row + offsets, mask=mask, other=float("-inf"),
                     eviction_policy="evict_first").to(tl.float32)
-        numerator = _exp_scaled(x, row_max, scale) if LOG2 else tl.exp(x - row_max)
-        tl.store(output_row + offsets, (numerator * inv_row_sum).to(output_row.dtype.element_ty),
-                 mask=mask, cache_modifier=".cs")
+        y = _normalized(x, row_max, inv_row_sum, LOG2, scale)
+        tl.store(output_row + offsets, y.to(output_row.dtype.element_ty), mask=mask, cache_modifier=".cs")
 
 
 @triton.jit

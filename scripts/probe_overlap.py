@@ -25,7 +25,7 @@ import triton.language as tl
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from probe_long_rows import forward_configs_probe, plan_forward, run_probes  # noqa: E402
 from kernels import triton_softmax as sm  # noqa: E402
-from kernels.triton_softmax import (LOG2E, _combine_partials, _exp_scaled, _guard_scale,  # noqa: E402
+from kernels.triton_softmax import (LOG2E, _combine_partials, _guard_scale, _normalized,  # noqa: E402
                                     _holds_last_block, _load_edge, _pack, _prefetch_l2, _prefetch_next_item,
                                     _row_partials, _segment_item, _tile_segment_max_sum, _vector_online)
 
@@ -38,9 +38,8 @@ def _write_tile(output_ptr, input_ptr, out_base, in_base, offsets, row_max, inv_
                 scale):
     """y = exp(x - row_max) * inv_row_sum for one whole interior tile, read from L2 (evict_first)."""
     x = tl.load(input_ptr + in_base + offsets, eviction_policy="evict_first").to(tl.float32)
-    numerator = _exp_scaled(x, row_max, scale) if LOG2 else tl.exp(x - row_max)
-    tl.store(output_ptr + out_base + offsets, (numerator * inv_row_sum).to(output_ptr.dtype.element_ty),
-             cache_modifier=".cs")
+    tl.store(output_ptr + out_base + offsets,
+             _normalized(x, row_max, inv_row_sum, LOG2, scale).to(output_ptr.dtype.element_ty), cache_modifier=".cs")
 
 
 @triton.jit
@@ -106,9 +105,8 @@ def _overlap_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, outp
             if (p_first_block == 0) & (p_end_block > 0) if edge == 0 else _holds_last_block(
                     p_first_block, p_end_block, p_n_blocks):
                 x, offsets, mask = _load_edge(input_ptr, p_in_base, p_first_col, n_cols, block, TILE_ROWS, VEC, False)
-                numerator = _exp_scaled(x, p_max, p_scale) if LOG2 else tl.exp(x - p_max)
                 tl.store(output_ptr + p_out_base + offsets,
-                         (numerator * p_inv).to(output_ptr.dtype.element_ty), mask=mask)
+                         _normalized(x, p_max, p_inv, LOG2, p_scale).to(output_ptr.dtype.element_ty), mask=mask)
         for edge in tl.static_range(2):  # this item's edge tiles, if it holds them
             if ((first_block == 0) & has_item) if edge == 0 else _holds_last_block(first_block, end_block, n_blocks):
                 x, _, _ = _load_edge(input_ptr, in_base, first_col, n_cols, 0 if edge == 0 else n_blocks - 1,
@@ -159,8 +157,8 @@ def overlap_forward(vectors=None, segment=None, **options):
         align = sm._forward_align(y, x)
         plan = sm._select_plan("forward", *x.shape, x.element_size(), x.device, align)
         sm._forward_tile_stream(y, x, vectors or plan.rows_per_program, plan.num_warps, plan.programs_per_sm,
-                                segment or plan.segment_bytes, align, plan.unroll, sm._log2_exp(x), one_warp_from=plan.one_warp_from,
-                                kernel=_overlap_fwd_kernel, **options)
+                                segment or plan.segment_bytes, align, plan.unroll, sm._log2_exp(x),
+                                one_warp_from=plan.one_warp_from, kernel=_overlap_fwd_kernel, **options)
         return y
     return run
 
