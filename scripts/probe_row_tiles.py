@@ -1,0 +1,98 @@
+"""Probe: whole rows held as K equal tiles, combined element by element before one max and one sum reduction
+(notes/kernels.md, round 43: prediction written before the probe). The rows kernel pads a row to next_pow2(N)
+lanes; here only the last tile is padded, so 2-byte rows of 8,200-28,000 columns do about the work per byte of
+8,192 and 16,384.
+
+Exploration for tuning SOFTMAX_PLANS, not evidence: every variant is checked against float64 on every element,
+then timed as build.py --run times (CUDA-graph replays, L2 flushed), beside a copy of the same bytes.
+
+    python scripts/probe_row_tiles.py [tiles]   # on a CUDA machine; $OUT/probe_row_tiles.json
+"""
+import sys
+from pathlib import Path
+
+import torch
+import triton
+import triton.language as tl
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from probe_long_rows import forward_configs_probe, run_probes  # noqa: E402
+from kernels import triton_softmax as sm  # noqa: E402
+from kernels.triton_softmax import LOG2E  # noqa: E402
+
+TWO_BYTE_NS = [8200, 10000, 12800, 14336, 16384, 20000, 24000, 28000]
+FP32_NS = [10000, 24000]
+CONFIGS = [(1024, 4), (2048, 8), (4096, 16), (2048, 4), (4096, 8), (8192, 16)]  # (TILE lanes, warps)
+MAX_VALUES_PER_THREAD = 128  # fp32 values a thread holds; past this the kernel spills
+
+
+@triton.jit
+def _row_tiles_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_cols,
+                          N_TILES: tl.constexpr, TILE: tl.constexpr, ALIGN: tl.constexpr, LOG2: tl.constexpr):
+    """Softmax of one whole row held as N_TILES tiles of TILE lanes: one read, one write, one exp an element."""
+    n_cols = n_cols // ALIGN * ALIGN
+    input_row_stride = input_row_stride // ALIGN * ALIGN
+    output_row_stride = output_row_stride // ALIGN * ALIGN
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, TILE)
+    input_row = input_ptr + row * input_row_stride
+    output_row = output_ptr + row * output_row_stride
+    tiles = ()
+    lane_max = tl.full([TILE], float("-inf"), tl.float32)
+    for k in tl.static_range(N_TILES):
+        if k == N_TILES - 1:  # only the last tile hangs over the row's end
+            x = tl.load(input_row + k * TILE + cols, mask=k * TILE + cols < n_cols, other=float("-inf"))
+        else:
+            x = tl.load(input_row + k * TILE + cols)
+        x = x.to(tl.float32)
+        lane_max = tl.maximum(lane_max, x)
+        tiles = tiles + (x,)
+    row_max = tl.max(lane_max, axis=0)
+    lane_sum = tl.zeros([TILE], tl.float32)
+    numerators = ()
+    for k in tl.static_range(N_TILES):
+        e = tl.exp2(tiles[k] * LOG2E - row_max * LOG2E) if LOG2 else tl.exp(tiles[k] - row_max)
+        lane_sum += e
+        numerators = numerators + (e,)
+    inv_row_sum = 1.0 / tl.sum(lane_sum, axis=0)
+    for k in tl.static_range(N_TILES):
+        y = (numerators[k] * inv_row_sum).to(output_ptr.dtype.element_ty)
+        if k == N_TILES - 1:
+            tl.store(output_row + k * TILE + cols, y, mask=k * TILE + cols < n_cols)
+        else:
+            tl.store(output_row + k * TILE + cols, y)
+
+
+def row_tiles_forward(tile, warps):
+    """A forward callable for one (TILE, warps) config."""
+    def run(x):
+        y = torch.empty_like(x)
+        n_rows, n_cols = x.shape
+        align = sm._forward_align(y, x)
+        sm._launch(_row_tiles_fwd_kernel, (n_rows,), y, x, x.stride(0), y.stride(0), n_cols,
+                   N_TILES=triton.cdiv(n_cols, tile), TILE=tile, ALIGN=align, LOG2=x.element_size() == 2,
+                   num_warps=warps)
+        return y
+    return run
+
+
+def variants(n, element_size):
+    """(label, callable) per config whose vectors are 16 bytes or more and whose row fits the registers."""
+    out = []
+    for tile, warps in CONFIGS:
+        per_thread = tile // (warps * 32)
+        n_tiles = triton.cdiv(n, tile)
+        if per_thread * element_size >= 16 and n_tiles * per_thread <= MAX_VALUES_PER_THREAD:
+            out.append((f"row-tiles {n_tiles} x {tile}, {warps} warps", row_tiles_forward(tile, warps)))
+    return out
+
+
+def tiles_probe(out: list) -> None:
+    """Copy, dispatcher and every row-tiles config, 2-byte rows of 8,200-28,000 and two fp32 rows."""
+    for dtypes, ns in ((["float16", "bfloat16"], TWO_BYTE_NS), (["float32"], FP32_NS)):
+        for n in ns:
+            forward_configs_probe("row-tiles", [n], variants(n, 4 if dtypes == ["float32"] else 2), out, dtypes)
+
+
+if __name__ == "__main__":
+    run_probes({"tiles": tiles_probe}, sys.argv[1:] or ["tiles"], "probe_row_tiles.json")
