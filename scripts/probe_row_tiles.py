@@ -6,7 +6,7 @@ lanes; here only the last tile is padded, so 2-byte rows of 8,200-28,000 columns
 Exploration for tuning SOFTMAX_PLANS, not evidence: every variant is checked against float64 on every element,
 then timed as build.py --run times (CUDA-graph replays, L2 flushed), beside a copy of the same bytes.
 
-    python scripts/probe_row_tiles.py [tiles]   # on a CUDA machine; $OUT/probe_row_tiles.json
+    python scripts/probe_row_tiles.py [tiles] [more]   # on a CUDA machine; $OUT/probe_row_tiles.json
 """
 import sys
 from pathlib import Path
@@ -22,13 +22,18 @@ from kernels.triton_softmax import LOG2E  # noqa: E402
 
 TWO_BYTE_NS = [8200, 10000, 12800, 14336, 16384, 20000, 24000, 28000]
 FP32_NS = [10000, 24000]
-CONFIGS = [(1024, 4), (2048, 8), (4096, 16), (2048, 4), (4096, 8), (8192, 16)]  # (TILE lanes, warps)
+# (TILE lanes, warps, load eviction policy); the rows kernel loads with evict_last (ROWS_LOAD_EVICT)
+CONFIGS = [(1024, 4, ""), (2048, 8, ""), (4096, 16, ""), (2048, 4, ""), (4096, 8, ""), (8192, 16, ""), (8192, 32, ""),
+           (16384, 32, ""), (4096, 8, "evict_last"), (4096, 16, "evict_last"), (8192, 16, "evict_last")]
+MORE_TWO_BYTE_NS = [3000, 6000, 9000, 30000, 40000, 50000, 65536]
+MORE_FP32_NS = [3000, 12800, 20000, 28000]
 MAX_VALUES_PER_THREAD = 128  # fp32 values a thread holds; past this the kernel spills
 
 
 @triton.jit
 def _row_tiles_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_cols,
-                          N_TILES: tl.constexpr, TILE: tl.constexpr, ALIGN: tl.constexpr, LOG2: tl.constexpr):
+                          N_TILES: tl.constexpr, TILE: tl.constexpr, ALIGN: tl.constexpr, LOG2: tl.constexpr,
+                          LOAD_EVICT: tl.constexpr = ""):
     """Softmax of one whole row held as N_TILES tiles of TILE lanes: one read, one write, one exp an element."""
     n_cols = n_cols // ALIGN * ALIGN
     input_row_stride = input_row_stride // ALIGN * ALIGN
@@ -41,9 +46,10 @@ def _row_tiles_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_st
     lane_max = tl.full([TILE], float("-inf"), tl.float32)
     for k in tl.static_range(N_TILES):
         if k == N_TILES - 1:  # only the last tile hangs over the row's end
-            x = tl.load(input_row + k * TILE + cols, mask=k * TILE + cols < n_cols, other=float("-inf"))
+            x = tl.load(input_row + k * TILE + cols, mask=k * TILE + cols < n_cols, other=float("-inf"),
+                        eviction_policy=LOAD_EVICT)
         else:
-            x = tl.load(input_row + k * TILE + cols)
+            x = tl.load(input_row + k * TILE + cols, eviction_policy=LOAD_EVICT)
         x = x.to(tl.float32)
         lane_max = tl.maximum(lane_max, x)
         tiles = tiles + (x,)
@@ -63,15 +69,15 @@ def _row_tiles_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_st
             tl.store(output_row + k * TILE + cols, y)
 
 
-def row_tiles_forward(tile, warps):
-    """A forward callable for one (TILE, warps) config."""
+def row_tiles_forward(tile, warps, load_evict=""):
+    """A forward callable for one (TILE, warps, load eviction policy) config."""
     def run(x):
         y = torch.empty_like(x)
         n_rows, n_cols = x.shape
         align = sm._forward_align(y, x)
         sm._launch(_row_tiles_fwd_kernel, (n_rows,), y, x, x.stride(0), y.stride(0), n_cols,
                    N_TILES=triton.cdiv(n_cols, tile), TILE=tile, ALIGN=align, LOG2=x.element_size() == 2,
-                   num_warps=warps)
+                   LOAD_EVICT=load_evict, num_warps=warps)
         return y
     return run
 
@@ -79,11 +85,12 @@ def row_tiles_forward(tile, warps):
 def variants(n, element_size):
     """(label, callable) per config whose vectors are 16 bytes or more and whose row fits the registers."""
     out = []
-    for tile, warps in CONFIGS:
+    for tile, warps, evict in CONFIGS:
         per_thread = tile // (warps * 32)
         n_tiles = triton.cdiv(n, tile)
         if per_thread * element_size >= 16 and n_tiles * per_thread <= MAX_VALUES_PER_THREAD:
-            out.append((f"row-tiles {n_tiles} x {tile}, {warps} warps", row_tiles_forward(tile, warps)))
+            label = f"row-tiles {n_tiles} x {tile}, {warps} warps" + (f", {evict}" if evict else "")
+            out.append((label, row_tiles_forward(tile, warps, evict)))
     return out
 
 
@@ -94,5 +101,12 @@ def tiles_probe(out: list) -> None:
             forward_configs_probe("row-tiles", [n], variants(n, 4 if dtypes == ["float32"] else 2), out, dtypes)
 
 
+def more_probe(out: list) -> None:
+    """As tiles_probe, at the row lengths around that band (short padded rows, 30,000-65,536, fp32 12,800-28,000)."""
+    for dtypes, ns in ((["float16", "bfloat16"], MORE_TWO_BYTE_NS), (["float32"], MORE_FP32_NS)):
+        for n in ns:
+            forward_configs_probe("row-tiles", [n], variants(n, 4 if dtypes == ["float32"] else 2), out, dtypes)
+
+
 if __name__ == "__main__":
-    run_probes({"tiles": tiles_probe}, sys.argv[1:] or ["tiles"], "probe_row_tiles.json")
+    run_probes({"tiles": tiles_probe, "more": more_probe}, sys.argv[1:] or ["tiles"], "probe_row_tiles.json")
