@@ -10,6 +10,8 @@ Paths (see notes/kernels.md for the memory-traffic reasoning and the measurement
   rows     - ROWS_PER_PROGRAM whole rows per program, held in registers: one read, one write.
   rows-pipelined - whole rows on a persistent grid, one after another; the software pipeliner
              loads the next rows into shared memory while this one is reduced and written.
+  row-tiles - one whole row a program, held in registers as equal tiles (any number of them), so that
+             only the last tile is padded where "rows" pads to a power of two.
   tile     - long rows, many of them: a persistent grid, one row at a time in [TILE_ROWS, VEC]
              steps; pass 1 keeps one running (max, sum) per 16-byte vector (few registers, so
              64 warps fit an SM), pass 2 re-reads the row backwards (from L2) and writes.
@@ -170,6 +172,53 @@ def _rows_pipelined_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_r
             numerator = tl.exp(x - tl.max(x, axis=0))
         y = numerator * (1.0 / tl.sum(numerator, axis=0))
         tl.store(output_ptr + row64 * output_row_stride + cols, y.to(output_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _row_tiles_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_cols,
+                          N_TILES: tl.constexpr, TILE: tl.constexpr, ALIGN: tl.constexpr, LOAD_EVICT: tl.constexpr = "",
+                          LOG2: tl.constexpr = False, GUARD: tl.constexpr = False):
+    """Softmax of one whole row held in registers as N_TILES tiles of TILE lanes: one read, one write, one exp
+    an element. The rows kernel pads a row to next_pow2(n_cols) lanes, and padded lanes cost their exp, max and
+    sum too; here only the last tile is padded, and the tiles are combined lane by lane before one max and one
+    sum reduction (notes/kernels.md, round 43)."""
+    n_cols = n_cols // ALIGN * ALIGN
+    input_row_stride = input_row_stride // ALIGN * ALIGN
+    output_row_stride = output_row_stride // ALIGN * ALIGN
+    row64 = tl.cast(tl.program_id(0), tl.int64)
+    input_row = input_ptr + row64 * input_row_stride
+    output_row = output_ptr + row64 * output_row_stride
+    cols = tl.arange(0, TILE)
+    tiles = ()  # unrolled at compile time: tiles[k] is the row's columns [k * TILE, (k + 1) * TILE)
+    lane_max = tl.full([TILE], float("-inf"), tl.float32)
+    for k in tl.static_range(N_TILES):
+        if k == N_TILES - 1:  # only the last tile can hang over the row's end; -inf never wins, adds exp(-inf) = 0
+            x = tl.load(input_row + k * TILE + cols, mask=k * TILE + cols < n_cols, other=float("-inf"),
+                        eviction_policy=LOAD_EVICT)
+        else:
+            x = tl.load(input_row + k * TILE + cols, eviction_policy=LOAD_EVICT)
+        x = x.to(tl.float32)
+        lane_max = tl.maximum(lane_max, x)
+        tiles = tiles + (x,)
+    # a fully -inf row has max -inf, so x - max is NaN everywhere: torch's answer too
+    row_max = tl.max(lane_max, axis=0)
+    scale = LOG2E
+    if GUARD:  # bfloat16 (see LOG2E): a row whose scaled max overflows takes exp(x - max), exactly (_guard_scale)
+        scale = _guard_scale(tl.abs(row_max * LOG2E) == float("inf"))
+    scaled_max = row_max * scale
+    lane_sum = tl.zeros([TILE], tl.float32)
+    numerators = ()
+    for k in tl.static_range(N_TILES):
+        numerator = _exp_scaled(tiles[k], scaled_max, scale) if LOG2 else tl.exp(tiles[k] - row_max)
+        lane_sum += numerator
+        numerators = numerators + (numerator,)
+    inv_row_sum = 1.0 / tl.sum(lane_sum, axis=0)
+    for k in tl.static_range(N_TILES):
+        y = (numerators[k] * inv_row_sum).to(output_ptr.dtype.element_ty)
+        if k == N_TILES - 1:
+            tl.store(output_row + k * TILE + cols, y, mask=k * TILE + cols < n_cols)
+        else:
+            tl.store(output_row + k * TILE + cols, y)
 
 
 @triton.jit
@@ -933,11 +982,12 @@ class Plan(NamedTuple):
     max_cols: float        # the row applies when n_cols <= max_cols ...
     min_rows_per_sm: int   # ... and n_rows >= min_rows_per_sm * SM count ...
     elem_bytes: int        # ... and the element size is elem_bytes (0: any); first match wins
-    path: str              # "rows" | "rows-pipelined" | "tile" | "online" | "exchange" | "tile-stream" | "stream"
+    path: str              # "rows" | "rows-pipelined" | "row-tiles" | "tile" | "online" | "exchange" | "tile-stream"
+                           # | "stream"
                            # (module docstring)
     rows_per_program: int  # rows: rows per program (tile = rows_per_program x next_pow2(n_cols));
                            # tile, tile-stream: 16-byte vectors per thread per step
-    block_size: int        # online, stream: columns per loop step; exchange: columns per chunk
+    block_size: int        # online, stream: columns per loop step; exchange: columns per chunk; row-tiles: lanes a tile
     num_warps: int
     programs_per_sm: int   # tile, online, exchange, stream, rows-pipelined: persistent grid = programs_per_sm * SMs
     num_stages: int = 0    # stream, rows-pipelined: software-pipeline depth of the loop (blocks or rows in flight + 1)
@@ -1057,13 +1107,15 @@ SOFTMAX_PLANS = (
     Plan("forward",      1024,        0,  0, "rows",       4,     0,     4,    0),
     Plan("forward",      2048,        0,  0, "rows",       2,     0,     8,    0),
     Plan("forward",      4096,        0,  0, "rows",       1,     0,     8,    0),
+    Plan("forward",      8191,        0,  2, "row-tiles",  1,  4096,     8,    0,    0,      0, 1, True),
     Plan("forward",      8192,        0,  0, "rows",       1,     0,    16,    0),
-    Plan("forward",      9728,        2,  2, "tile",       1,     0,     8,    8,    0,      0, 2, True),
-    Plan("forward",     14336,        2,  2, "rows-pipelined", 1, 0,    16,    2,    3,      0, 1, True),
+    Plan("forward",     16383,        0,  2, "row-tiles",  1,  4096,     8,    0,    0,      0, 1, True),
     Plan("forward",     16384,        0,  0, "rows",       1,     0,    16,    0),
-    Plan("forward",     28000,        2,  2, "tile",       1,     0,    16,    4,    0,      0, 2, True),
+    Plan("forward",     28000,        0,  2, "row-tiles",  1,  4096,     8,    0,    0,      0, 1, True),
     Plan("forward",     32768,        2,  2, "rows-pipelined", 1, 0,    32,    1,    3,      0, 1, True),
+    Plan("forward",     24576,        0,  4, "row-tiles",  1,  4096,    16,    0,    0,      0, 1, True),
     Plan("forward",     32768,        0,  0, "rows",       1,     0,    32,    0),
+    Plan("forward",     57344,        2,  2, "row-tiles",  1,  8192,    16,    0,    0,      0, 1, True),
     Plan("forward",     65536,        2,  0, "tile",       2,     0,    32,    1,    0,      0, 4, True),
     Plan("forward",    131072,        2,  2, "tile",       2,     0,    32,    1,    0,      0, 2, True),
     Plan("forward",     65536,        2,  4, "tile-stream", 2,    0,    32,    1,    0, 262144),
@@ -1193,6 +1245,9 @@ def _sm_count(device: torch.device) -> int:
 # torch.compile's 0.4-1.3% lead to 0.4% at 2K-4K and a lead of ours at 8K-16K; evict_first on the
 # loads lost 1-2%, a policy on the stores nothing (notes/probes/2026-11-22-h100-rows-evict.json).
 ROWS_LOAD_EVICT = "evict_last"
+# The row-tiles kernel's loads: evict_last was +0.5-1.3% on the H100 for 2-byte rows of 8,200-28,000 columns
+# (notes/probes/2026-11-22-h100-row-tiles.json).
+ROW_TILES_LOAD_EVICT = "evict_last"
 
 
 # Shared memory a pipelined launch leaves for the reductions' scratch and the compiler's own use.
@@ -1270,6 +1325,14 @@ def _forward_rows_pipelined(y, x, num_warps, programs_per_sm, num_stages, align,
     _launch(_rows_pipelined_fwd_kernel, (min(n_rows, programs_per_sm * _sm_count(x.device)),), y, x, x.stride(0),
             y.stride(0), n_rows, n_cols, BLOCK_SIZE=block_size, ALIGN=align, NUM_STAGES=num_stages, LOG2=log2,
             GUARD=_log2_guard(x, log2), num_warps=num_warps)
+
+
+def _forward_row_tiles(y, x, tile, num_warps, align, log2=False):
+    """Launch the row-tiles forward: one program a row, held as cdiv(n_cols, tile) tiles of tile lanes."""
+    n_rows, n_cols = x.shape
+    _launch(_row_tiles_fwd_kernel, (n_rows,), y, x, x.stride(0), y.stride(0), n_cols, N_TILES=triton.cdiv(n_cols, tile),
+            TILE=tile, ALIGN=align, LOAD_EVICT=ROW_TILES_LOAD_EVICT, LOG2=log2, GUARD=_log2_guard(x, log2),
+            num_warps=num_warps)
 
 
 def _forward_online(y, x, block_size, num_warps, n_programs, align):
@@ -1523,6 +1586,8 @@ def _run_forward_plan(y, x, plan, align):
         _forward_rows(y, x, plan.rows_per_program, plan.num_warps, align, load_evict=ROWS_LOAD_EVICT, log2=log2)
     elif plan.path == "rows-pipelined":
         _forward_rows_pipelined(y, x, plan.num_warps, plan.programs_per_sm, plan.num_stages, align, log2)
+    elif plan.path == "row-tiles":
+        _forward_row_tiles(y, x, plan.block_size, plan.num_warps, align, log2)
     elif plan.path == "online":
         n_programs = min(n_rows, plan.programs_per_sm * _sm_count(x.device))
         _forward_online(y, x, plan.block_size, plan.num_warps, n_programs, align)

@@ -6,7 +6,7 @@ lanes; here only the last tile is padded, so 2-byte rows of 8,200-28,000 columns
 Exploration for tuning SOFTMAX_PLANS, not evidence: every variant is checked against float64 on every element,
 then timed as build.py --run times (CUDA-graph replays, L2 flushed), beside a copy of the same bytes.
 
-    python scripts/probe_row_tiles.py [tiles] [more]   # on a CUDA machine; $OUT/probe_row_tiles.json
+    python scripts/probe_row_tiles.py [tiles] [more] [dispatch]   # on a CUDA machine; $OUT/probe_row_tiles.json
 """
 import sys
 from pathlib import Path
@@ -16,7 +16,7 @@ import triton
 import triton.language as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from probe_long_rows import forward_configs_probe, run_probes  # noqa: E402
+from probe_long_rows import forward_configs_probe, run_probes, with_module  # noqa: E402
 from kernels import triton_softmax as sm  # noqa: E402
 from kernels.triton_softmax import LOG2E  # noqa: E402
 
@@ -108,5 +108,40 @@ def more_probe(out: list) -> None:
             forward_configs_probe("row-tiles", [n], variants(n, 4 if dtypes == ["float32"] else 2), out, dtypes)
 
 
+# The table before round 43 (commit 7a2ba71): its rows for 4,097-65,536 columns, the row-tiles rows taken out
+PREVIOUS_BAND = [
+    sm.Plan("forward", 8192, 0, 0, "rows", 1, 0, 16, 0),
+    sm.Plan("forward", 9728, 2, 2, "tile", 1, 0, 8, 8, 0, 0, 2, True),
+    sm.Plan("forward", 14336, 2, 2, "rows-pipelined", 1, 0, 16, 2, 3, 0, 1, True),
+    sm.Plan("forward", 16384, 0, 0, "rows", 1, 0, 16, 0),
+    sm.Plan("forward", 28000, 2, 2, "tile", 1, 0, 16, 4, 0, 0, 2, True),
+    sm.Plan("forward", 32768, 2, 2, "rows-pipelined", 1, 0, 32, 1, 3, 0, 1, True),
+    sm.Plan("forward", 32768, 0, 0, "rows", 1, 0, 32, 0),
+]
+
+
+def previous_plans():
+    """SOFTMAX_PLANS as it was before the row-tiles rows: PREVIOUS_BAND in place of 4,097-32,768."""
+    plans = list(sm.SOFTMAX_PLANS)
+    first = next(i for i, p in enumerate(plans) if p.op == "forward" and p.max_cols > 4096)
+    last = max(i for i, p in enumerate(plans) if p.op == "forward" and p.max_cols <= 57344)
+    return tuple(plans[:first] + PREVIOUS_BAND + plans[last + 1:])
+
+
+DISPATCH_TWO_BYTE_NS = [6000, 8200, 10000, 12800, 20000, 24000, 28000, 40000, 50000, 56000]
+DISPATCH_FP32_NS = [20000, 24000, 40000]
+
+
+def dispatch_probe(out: list) -> None:
+    """The dispatcher (row-tiles rows in the table) against the table before them, and against row-tiles loads
+    without evict_last; for fp32 40,000 also row-tiles on 32 warps (the table's tile kernel there)."""
+    variants = [("previous table", with_module(sm.softmax_forward, SOFTMAX_PLANS=previous_plans())),
+                ("row-tiles loads without evict_last", with_module(sm.softmax_forward, ROW_TILES_LOAD_EVICT=""))]
+    forward_configs_probe("row-tiles-dispatch", DISPATCH_TWO_BYTE_NS, variants, out, ["float16", "bfloat16"])
+    forward_configs_probe("row-tiles-dispatch", DISPATCH_FP32_NS[:2], variants, out, ["float32"])
+    forward_configs_probe("row-tiles-dispatch", DISPATCH_FP32_NS[2:], variants[:1] + [
+        ("row-tiles 5 x 8192, 32 warps, evict_last", row_tiles_forward(8192, 32, "evict_last"))], out, ["float32"])
+
+
 if __name__ == "__main__":
-    run_probes({"tiles": tiles_probe, "more": more_probe}, sys.argv[1:] or ["tiles"], "probe_row_tiles.json")
+    run_probes({"tiles": tiles_probe, "more": more_probe, "dispatch": dispatch_probe}, sys.argv[1:] or ["tiles"], "probe_row_tiles.json")

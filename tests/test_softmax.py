@@ -105,8 +105,8 @@ def plan_cases(op, dtype):
             n_rows = min(n_rows, min(p.min_rows_per_sm for p in shadowing) * sm_count - 1)
         widths = [lower + 1] + ([int(plan.max_cols)] if plan.max_cols <= MAX_BOUNDARY_COLS else [])
         vec = 16 // elem_bytes
-        if plan.whole_vectors:  # the first width of whole 16-byte vectors in the band
-            widths = [-(-w // vec) * vec for w in widths]
+        if plan.whole_vectors:  # the first and the last width of whole 16-byte vectors in the band
+            widths = [-(-widths[0] // vec) * vec] + [w // vec * vec for w in widths[1:]]
         elif any(p.whole_vectors and p.max_cols == plan.max_cols and p.min_rows_per_sm <= plan.min_rows_per_sm
                  for p in plans[:i]):  # an earlier row takes this band's whole vectors: widths that are not
             widths = [w - 1 if w % vec == 0 else w for w in widths]
@@ -121,14 +121,15 @@ def contiguous_align(n_cols, dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
-@pytest.mark.parametrize("n_cols", [8_193, 10_001, 14_332, 16_385, 20_002, 27_996, 28_001, 30_004, 32_767])
+@pytest.mark.parametrize("n_cols", [5_001, 8_193, 10_001, 14_332, 16_385, 20_002, 27_996, 28_001, 30_004, 32_767])
 def test_rows_not_of_whole_vectors_skip_the_rows_that_need_them(n_cols, dtype):
-    """The tile and pipelined rows of 8k-14k and 16k-32k columns take whole 16-byte vectors only; other rows
-    of that band go to the whole-row kernel (round 9: at 28,001 columns tile spills, pipelined trails)."""
+    """The row-tiles and pipelined rows of 4k-16k and 16k-32k 2-byte columns take whole 16-byte vectors only
+    (round 43 measured row-tiles on such rows only; round 9: at 28,001 columns the pipelined kernel trails);
+    other rows of those bands go to the whole-row kernel."""
     plan = sm._select_plan("forward", 10**6, n_cols, dtype.itemsize, DEVICE, contiguous_align(n_cols, dtype))
     assert plan.path == "rows" and not plan.whole_vectors
     aligned = sm._select_plan("forward", 10**6, -(-n_cols // 8) * 8, dtype.itemsize, DEVICE, 8)
-    assert aligned.path in ("tile", "rows-pipelined")
+    assert aligned.path in ("row-tiles", "rows-pipelined")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -136,11 +137,14 @@ def test_rows_not_of_whole_vectors_skip_the_rows_that_need_them(n_cols, dtype):
 def test_long_rows_not_of_whole_vectors_skip_the_tile_kernel(n_cols, dtype):
     """The tile kernel masks every access per element, so rows of 32k-128k columns that are not whole 16-byte
     vectors go to tile-stream, which realigns them (round 41); rows of whole vectors there keep the tile kernel
-    (2-byte to 131,072, fp32 to 65,536)."""
+    (2-byte to 131,072, fp32 to 65,536), but for 2-byte rows to 57,344, which row-tiles holds whole."""
     plan = sm._select_plan("forward", 10**6, n_cols, dtype.itemsize, DEVICE, contiguous_align(n_cols, dtype))
     assert plan.path == "tile-stream"
     aligned = sm._select_plan("forward", 10**6, n_cols + 1, dtype.itemsize, DEVICE, 16 // dtype.itemsize)
-    assert aligned.path == ("tile" if n_cols + 1 <= (131072 if dtype.itemsize == 2 else 65536) else "tile-stream")
+    if dtype.itemsize == 2 and n_cols + 1 <= 57344:  # whole rows in registers (round 43)
+        assert aligned.path == "row-tiles"
+    else:
+        assert aligned.path == ("tile" if n_cols + 1 <= (131072 if dtype.itemsize == 2 else 65536) else "tile-stream")
 
 
 @pytest.fixture
@@ -462,6 +466,38 @@ def test_rows_pipelined_kernel(view, programs_per_sm, num_stages, dtype):
     align = sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0))
     sm._forward_rows_pipelined(y, x, 4, programs_per_sm, num_stages, align)
     assert_softmax(y, x)
+
+
+# row-tiles (tile lanes, warps): a tile of 64 lanes over 299-305 columns is 5 tiles, the last one padded; 128 lanes
+# 3 tiles; 512 lanes one tile, padded as the rows kernel pads. Under the interpreter warps only shape the layout.
+ROW_TILES_CONFIGS = [(64, 1), (128, 2), (512, 4)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("view", ["contiguous", "col_slice", "unaligned_base", "whole_vectors"])
+@pytest.mark.parametrize("tile,num_warps", ROW_TILES_CONFIGS)
+def test_row_tiles_kernel(view, tile, num_warps, dtype):
+    """Every element of each row written, and nothing past the row's end: the output rows sit in a wider
+    buffer poisoned with 1234.5, whose columns beyond them must keep it."""
+    views = stream_views(dtype)
+    x = views[view] if view != "whole_vectors" else views["contiguous"][:, :296].contiguous()  # 296 = 37 vectors
+    buffer = torch.full((x.shape[0], x.shape[1] + 16), 1234.5, dtype=dtype, device=DEVICE)
+    y = buffer[:, :x.shape[1]]
+    align = sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0))
+    sm._forward_row_tiles(y, x, tile, num_warps, align, sm._log2_exp(x))
+    assert_softmax(y, x)
+    assert (buffer[:, x.shape[1]:] == 1234.5).all()
+
+
+def test_row_tiles_take_whole_rows_in_equal_tiles(monkeypatch):
+    """cdiv(n_cols, tile) tiles a row: 8,200 columns are 3 tiles of 4,096 (12,288 lanes), where the rows kernel
+    would pad them to 16,384."""
+    launched = []
+    monkeypatch.setattr(sm, "_launch", lambda kernel, grid, *args, **kwargs: launched.append((grid, kwargs)))
+    x = make_input((3, 8200), torch.float16)
+    sm._forward_row_tiles(torch.empty_like(x), x, 4096, 8, 8, True)
+    (grid, kwargs), = launched
+    assert grid == (3,) and kwargs["N_TILES"] == 3 and kwargs["TILE"] == 4096 and kwargs["num_warps"] == 8
 
 
 def test_rows_pipelined_falls_back_to_rows_where_its_shared_memory_does_not_fit(monkeypatch):
