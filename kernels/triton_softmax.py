@@ -1018,21 +1018,23 @@ class Plan(NamedTuple):
 #   on the H200 (was 54%) and 87% on the H100 (was 68%). At 32768 it (1 x 16 warps x 4) beat the
 #   32-warp whole-row kernel on the H200 (79% against 74%) but lost on the H100 (87% against
 #   93%; runs 20261122T013138Z, 20261122T013627Z), so 32768 stays on the whole-row kernel.
-#   But 2-byte rows of 16k-28k columns, which the whole-row kernel pads to 32,768 lanes, go to
-#   the tile kernel (1 vector x 16 warps x 4 programs, unrolled twice): at 20,000 / 24,000 /
-#   28,000 columns it was +42% / +26% / +14% on the H200 and +25% / +11% / -1.5% on the H100
-#   (notes/probes/2026-11-22-h{100,200}-mid-rows.json); fp32 stays on rows there (tile -8 to -25%).
-#   2-byte rows of 8,193-14,336 columns, which the rows kernel pads to 16,384 lanes (up to 2x the
-#   work per byte), go to "rows-pipelined" with two 16-warp programs per SM and 3 stages: +0.4% to
-#   +19% on the H200 at 8,200-14,336 (12,800: 86-88% of copy against 81%); on the H100 +13-14% at
-#   8,200 and +1-4% to 10,240, -3 to -7% from 11,264 (to about 91% of copy, from 96-97%), the
-#   better worst case at every width probed. At 15,360-16,384 the rows kernel wins on both GPUs
-#   (notes/probes/2026-11-22-h{100,200}-rows-pipelined-padding.json).
-#   But to 9,728 columns the tile kernel (1 vector x 8 warps x 8 programs, unrolled twice), which
-#   pads only the last step of a row, beats rows-pipelined by 2.5-7.5% on the H200 (8,200: 2,973
-#   against 2,784 GB/s fp16, 70% of copy against 66%) and is within -1.9% to +3% on the H100; the
-#   better worst case on both. At 10,000 the two tie; from 11,264 rows-pipelined leads by 10-15% on
-#   the H200 (notes/kernels.md, round 14; notes/probes/2026-11-22-h{100,200}-{short,band}-tile.json).
+#   Rows the whole-row kernel pads (next_pow2: 8,200 columns take 16,384 lanes, and padded lanes cost their
+#   exp, max and sum) go to "row-tiles": one row a program in registers as cdiv(N, tile) equal tiles, combined
+#   lane by lane before one max and one sum reduction, one exp an element (notes/kernels.md, round 43). Its
+#   tables (notes/probes/2026-11-22-h{100,200}-row-tiles{,-more,-dispatch}.json), against the rows it replaced
+#   (the tile kernel at 8,193-9,728 and 16,385-28,000, rows-pipelined at 9,729-14,336, rows elsewhere):
+#   - 2-byte 4,097-28,000 but 8,192 and 16,384 (which rows holds unpadded, within 1-3% either way): tiles of
+#     4,096 lanes on 8 warps (two 16-byte vectors a thread a tile; 7 tiles at 28,000 take 125 registers, no
+#     spills). H200 +13-20% at 8,200-28,000 (96-98% of copy) and +10-12% at 6,000; H100 +7-14% at 8,200-28,000
+#     and -0.5% at 6,000. 16 warps lost 9% at 8,200 on the H200; evict_last loads gained 1-4% on the H200 and
+#     0.7-1.4% on the H100 (ROW_TILES_LOAD_EVICT).
+#   - 2-byte 32,769-57,344 with >= 2 rows an SM: tiles of 8,192 on 16 warps (7 tiles: 128 registers, no spills;
+#     8 tiles at 65,536 spill 68-70 and lose 35%): +29-33% at 40,000 on both GPUs, +7-18% at 50,000-56,000; the
+#     H200 still only at 78-88% of copy there (one 16-warp program an SM: load, reduce and write in turn).
+#   - fp32 16,385-24,576: tiles of 4,096 on 16 warps: H200 +16% at 20,000 and +6% at 24,000, H100 +0-0.3%;
+#     fp32 32,769-40,960 with >= 2 rows an SM: tiles of 8,192 on 32 warps (5 tiles, 62 registers): +8% (H200)
+#     and +4% (H100) at 40,000 over the tile kernel. fp32 to 16,384 and at 28,000 stays on rows (1-3% ahead).
+#   - Rows that are not whole 16-byte vectors were not measured on it and keep their earlier paths.
 #   2-byte rows of 28k-32k columns, where one row fills an SM, go to "rows-pipelined" (32 warps, one
 #   program per SM, 3 stages: two rows in flight in shared memory while one is reduced and
 #   written): at 32,768 it moved 3,752 / 3,652 GB/s (fp16 / bf16) on the H200 against the rows
@@ -1115,6 +1117,7 @@ SOFTMAX_PLANS = (
     Plan("forward",     32768,        2,  2, "rows-pipelined", 1, 0,    32,    1,    3,      0, 1, True),
     Plan("forward",     24576,        0,  4, "row-tiles",  1,  4096,    16,    0,    0,      0, 1, True),
     Plan("forward",     32768,        0,  0, "rows",       1,     0,    32,    0),
+    Plan("forward",     40960,        2,  4, "row-tiles",  1,  8192,    32,    0,    0,      0, 1, True),
     Plan("forward",     57344,        2,  2, "row-tiles",  1,  8192,    16,    0,    0,      0, 1, True),
     Plan("forward",     65536,        2,  0, "tile",       2,     0,    32,    1,    0,      0, 4, True),
     Plan("forward",    131072,        2,  2, "tile",       2,     0,    32,    1,    0,      0, 2, True),
@@ -1245,8 +1248,8 @@ def _sm_count(device: torch.device) -> int:
 # torch.compile's 0.4-1.3% lead to 0.4% at 2K-4K and a lead of ours at 8K-16K; evict_first on the
 # loads lost 1-2%, a policy on the stores nothing (notes/probes/2026-11-22-h100-rows-evict.json).
 ROWS_LOAD_EVICT = "evict_last"
-# The row-tiles kernel's loads: evict_last was +0.5-1.3% on the H100 for 2-byte rows of 8,200-28,000 columns
-# (notes/probes/2026-11-22-h100-row-tiles.json).
+# The row-tiles kernel's loads: evict_last was +1-4% on the H200 and +0.7-1.4% on the H100 for 2-byte rows of
+# 6,000-28,000 columns (notes/probes/2026-11-22-h{100,200}-row-tiles-dispatch.json).
 ROW_TILES_LOAD_EVICT = "evict_last"
 
 

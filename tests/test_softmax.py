@@ -137,11 +137,12 @@ def test_rows_not_of_whole_vectors_skip_the_rows_that_need_them(n_cols, dtype):
 def test_long_rows_not_of_whole_vectors_skip_the_tile_kernel(n_cols, dtype):
     """The tile kernel masks every access per element, so rows of 32k-128k columns that are not whole 16-byte
     vectors go to tile-stream, which realigns them (round 41); rows of whole vectors there keep the tile kernel
-    (2-byte to 131,072, fp32 to 65,536), but for 2-byte rows to 57,344, which row-tiles holds whole."""
+    (2-byte to 131,072, fp32 to 65,536), but for rows that row-tiles holds whole (2-byte to 57,344, fp32 to
+    40,960)."""
     plan = sm._select_plan("forward", 10**6, n_cols, dtype.itemsize, DEVICE, contiguous_align(n_cols, dtype))
     assert plan.path == "tile-stream"
     aligned = sm._select_plan("forward", 10**6, n_cols + 1, dtype.itemsize, DEVICE, 16 // dtype.itemsize)
-    if dtype.itemsize == 2 and n_cols + 1 <= 57344:  # whole rows in registers (round 43)
+    if n_cols + 1 <= (57344 if dtype.itemsize == 2 else 40960):  # whole rows in registers (round 43)
         assert aligned.path == "row-tiles"
     else:
         assert aligned.path == ("tile" if n_cols + 1 <= (131072 if dtype.itemsize == 2 else 65536) else "tile-stream")
