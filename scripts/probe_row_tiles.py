@@ -6,7 +6,7 @@ lanes; here only the last tile is padded, so 2-byte rows of 8,200-28,000 columns
 Exploration for tuning SOFTMAX_PLANS, not evidence: every variant is checked against float64 on every element,
 then timed as build.py --run times (CUDA-graph replays, L2 flushed), beside a copy of the same bytes.
 
-    python scripts/probe_row_tiles.py [tiles] [more] [dispatch]   # on a CUDA machine; $OUT/probe_row_tiles.json
+    python scripts/probe_row_tiles.py [tiles] [more] [dispatch] [compile]   # on a CUDA machine; $OUT/probe_row_tiles.json
 """
 import sys
 from pathlib import Path
@@ -16,7 +16,8 @@ import triton
 import triton.language as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from probe_long_rows import forward_configs_probe, run_probes, with_module  # noqa: E402
+from probe_long_rows import (checked_and_timed, compile_reference_lines, forward_configs_probe, forward_input,  # noqa: E402
+                             report, rows_forward, run_probes, with_module)
 from kernels import triton_softmax as sm  # noqa: E402
 from kernels.triton_softmax import LOG2E  # noqa: E402
 
@@ -143,5 +144,23 @@ def dispatch_probe(out: list) -> None:
         ("row-tiles 5 x 8192, 32 warps, evict_last", row_tiles_forward(8192, 32, "evict_last"))], out, ["float32"])
 
 
+# fp32 rows where torch.compile's kernel stays 0.4-0.5% ahead on the H100 (both at 99-100% of copy): the rows
+# kernel on 16 warps, which row-tiles' one-tile configs suggested (fp32 3,000 on the H100: +0.5% over the table)
+COMPILE_NS = [2048, 4096, 8192]
+COMPILE_ROWS = [(1, 16), (2, 16), (1, 4), (4, 16)]  # (rows per program, warps); the table's 2 x 8 / 1 x 8 beside
+
+
+def compile_probe(out: list) -> None:
+    """fp32 2,048-8,192: torch.compile, the dispatcher and rows-kernel tiles of 16 warps, evict_last loads."""
+    for n in COMPILE_NS:
+        m, x, moved, ref, scale = forward_input(n, "float32")
+        copy_ms, lines = compile_reference_lines(x, moved)
+        variants = [(f"rows {rpp}x{warps}w evict_last", rows_forward(rpp, warps, "", "", "evict_last"))
+                    for rpp, warps in COMPILE_ROWS if rpp * n <= 64 * 32 * warps]
+        variants.append((f"row-tiles 2 x {n // 2}, 8 warps", row_tiles_forward(n // 2, 8, "evict_last")))
+        lines += checked_and_timed(variants, (x,), ref, scale, "float32", moved, copy_ms)
+        report("compile", m, n, "float32", lines, out)
+
+
 if __name__ == "__main__":
-    run_probes({"tiles": tiles_probe, "more": more_probe, "dispatch": dispatch_probe}, sys.argv[1:] or ["tiles"], "probe_row_tiles.json")
+    run_probes({"tiles": tiles_probe, "more": more_probe, "dispatch": dispatch_probe, "compile": compile_probe}, sys.argv[1:] or ["tiles"], "probe_row_tiles.json")
