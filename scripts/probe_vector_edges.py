@@ -4,7 +4,7 @@ the tile kernel for rows that are not whole vectors (notes/kernels.md, round 41:
 Exploration for tuning SOFTMAX_PLANS, not evidence: every variant is checked against float64 on every element,
 then timed as build.py --run times (CUDA-graph replays, L2 flushed), beside a copy of the same bytes.
 
-    python scripts/probe_vector_edges.py [stream] [tile] [edge]   # on a CUDA machine; $OUT/probe_vector_edges.json
+    python scripts/probe_vector_edges.py [stream] [tile] [edge] [segments]   # on a CUDA machine; $OUT/probe_vector_edges.json
 
 "stream" and "tile" ran on commit 234aab7's kernels (vector edges off by default then); "edge" ran on 57463bf, whose
 kernels have TILE_STREAM_EDGE_PREFETCH (round 42, not adopted: it runs only there).
@@ -54,6 +54,24 @@ def edge_probe(out: list) -> None:
         ("dispatcher's launch", with_module(sm.softmax_forward, TILE_STREAM_EDGE_PREFETCH=False))], out, DTYPES)
 
 
+def segmented(segment_bytes):
+    """tile-stream as the table runs it for 2-byte rows, with segments of segment_bytes."""
+    def run(x):
+        y = torch.empty_like(x)
+        sm._forward_tile_stream(y, x, 2, 32, 1, segment_bytes, sm._forward_align(y, x), 1, sm._log2_exp(x),
+                                one_warp_from=2 if x.element_size() == 2 else 0)
+        return y
+    return run
+
+
+def segments_probe(out: list) -> None:
+    """Round 45: odd 2-byte rows of ~100k columns are one 256 KB segment, no exchange and no next-item prefetch;
+    smaller segments split them (the aligned 100,000 beside, on the tile kernel and on tile-stream)."""
+    variants = [(f"tile-stream, {b // 1024} KB segments", segmented(b)) for b in (262144, 131072, 98304, 65536)]
+    forward_configs_probe("odd-segments", [100001, 100000, 131071, 65537], variants, out, ["float16", "bfloat16"])
+    forward_configs_probe("odd-segments", [100001], variants, out, ["float32"])
+
+
 if __name__ == "__main__":
-    run_probes({"stream": stream_probe, "tile": tile_probe, "edge": edge_probe}, sys.argv[1:] or ["stream", "tile"],
+    run_probes({"stream": stream_probe, "tile": tile_probe, "edge": edge_probe, "segments": segments_probe}, sys.argv[1:] or ["stream", "tile"],
                "probe_vector_edges.json")
