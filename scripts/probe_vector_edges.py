@@ -4,7 +4,7 @@ the tile kernel for rows that are not whole vectors (notes/kernels.md, round 41:
 Exploration for tuning SOFTMAX_PLANS, not evidence: every variant is checked against float64 on every element,
 then timed as build.py --run times (CUDA-graph replays, L2 flushed), beside a copy of the same bytes.
 
-    python scripts/probe_vector_edges.py [stream] [tile] [edge] [segments]   # on a CUDA machine; $OUT/probe_vector_edges.json
+    python scripts/probe_vector_edges.py [stream] [tile] [edge] [segments] [knobs]   # on a CUDA machine; $OUT/probe_vector_edges.json
 
 "stream" and "tile" ran on commit 234aab7's kernels (vector edges off by default then); "edge" ran on 57463bf, whose
 kernels have TILE_STREAM_EDGE_PREFETCH (round 42, not adopted: it runs only there).
@@ -64,6 +64,25 @@ def segmented(segment_bytes):
     return run
 
 
+def one_segment(vectors=2, unroll=1, prefetch=True):
+    """tile-stream on one 256 KB segment a row, with the knobs that differ from the tile kernel's loop."""
+    def run(x):
+        y = torch.empty_like(x)
+        sm._forward_tile_stream(y, x, vectors, 32, 1, 262144, sm._forward_align(y, x), unroll, sm._log2_exp(x),
+                                one_warp_from=2 if x.element_size() == 2 else 0)
+        return y
+    return run if prefetch else with_module(run, TILE_STREAM_PREFETCH=0)
+
+
+def knobs_probe(out: list) -> None:
+    """Round 45, continued: which of tile-stream's differences from the tile kernel makes a one-segment row slow."""
+    variants = [("tile-stream as the table", one_segment()), ("unroll 2", one_segment(unroll=2)),
+                ("no L2 prefetch", one_segment(prefetch=False)),
+                ("unroll 2, no L2 prefetch", one_segment(unroll=2, prefetch=False)),
+                ("1 vector a thread", one_segment(vectors=1))]
+    forward_configs_probe("one-segment", [100000, 100001], variants, out, ["float16", "bfloat16"])
+
+
 def segments_probe(out: list) -> None:
     """Round 45: odd 2-byte rows of ~100k columns are one 256 KB segment, no exchange and no next-item prefetch;
     smaller segments split them (the aligned 100,000 beside, on the tile kernel and on tile-stream)."""
@@ -73,5 +92,6 @@ def segments_probe(out: list) -> None:
 
 
 if __name__ == "__main__":
-    run_probes({"stream": stream_probe, "tile": tile_probe, "edge": edge_probe, "segments": segments_probe}, sys.argv[1:] or ["stream", "tile"],
+    run_probes({"stream": stream_probe, "tile": tile_probe, "edge": edge_probe, "segments": segments_probe,
+                "knobs": knobs_probe}, sys.argv[1:] or ["stream", "tile"],
                "probe_vector_edges.json")
