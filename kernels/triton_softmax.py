@@ -175,19 +175,12 @@ def _rows_pipelined_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_r
 
 
 @triton.jit
-def _row_tiles_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_cols,
-                          N_TILES: tl.constexpr, TILE: tl.constexpr, ALIGN: tl.constexpr, LOAD_EVICT: tl.constexpr = "",
-                          LOG2: tl.constexpr = False, GUARD: tl.constexpr = False):
+def _row_tiles_softmax(output_row, input_row, n_cols, N_TILES: tl.constexpr, TILE: tl.constexpr,
+                       LOAD_EVICT: tl.constexpr, LOG2: tl.constexpr, GUARD: tl.constexpr):
     """Softmax of one whole row held in registers as N_TILES tiles of TILE lanes: one read, one write, one exp
     an element. The rows kernel pads a row to next_pow2(n_cols) lanes, and padded lanes cost their exp, max and
     sum too; here only the last tile is padded, and the tiles are combined lane by lane before one max and one
     sum reduction (notes/kernels.md, round 43)."""
-    n_cols = n_cols // ALIGN * ALIGN
-    input_row_stride = input_row_stride // ALIGN * ALIGN
-    output_row_stride = output_row_stride // ALIGN * ALIGN
-    row64 = tl.cast(tl.program_id(0), tl.int64)
-    input_row = input_ptr + row64 * input_row_stride
-    output_row = output_ptr + row64 * output_row_stride
     cols = tl.arange(0, TILE)
     tiles = ()  # unrolled at compile time: tiles[k] is the row's columns [k * TILE, (k + 1) * TILE)
     lane_max = tl.full([TILE], float("-inf"), tl.float32)
@@ -214,11 +207,24 @@ def _row_tiles_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_st
         numerators = numerators + (numerator,)
     inv_row_sum = 1.0 / tl.sum(lane_sum, axis=0)
     for k in tl.static_range(N_TILES):
-        y = (numerators[k] * inv_row_sum).to(output_ptr.dtype.element_ty)
+        y = (numerators[k] * inv_row_sum).to(output_row.dtype.element_ty)
         if k == N_TILES - 1:
             tl.store(output_row + k * TILE + cols, y, mask=k * TILE + cols < n_cols)
         else:
             tl.store(output_row + k * TILE + cols, y)
+
+
+@triton.jit
+def _row_tiles_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_cols,
+                          N_TILES: tl.constexpr, TILE: tl.constexpr, ALIGN: tl.constexpr, LOAD_EVICT: tl.constexpr = "",
+                          LOG2: tl.constexpr = False, GUARD: tl.constexpr = False):
+    """_row_tiles_softmax of row program_id."""
+    n_cols = n_cols // ALIGN * ALIGN
+    input_row_stride = input_row_stride // ALIGN * ALIGN
+    output_row_stride = output_row_stride // ALIGN * ALIGN
+    row64 = tl.cast(tl.program_id(0), tl.int64)
+    _row_tiles_softmax(output_ptr + row64 * output_row_stride, input_ptr + row64 * input_row_stride, n_cols, N_TILES,
+                       TILE, LOAD_EVICT, LOG2, GUARD)
 
 
 @triton.jit

@@ -3,6 +3,9 @@
 lanes; here only the last tile is padded, so 2-byte rows of 8,200-28,000 columns do about the work per byte of
 8,192 and 16,384.
 
+"tiles" and "more" ran (commits 7a2ba71, f77f0d6) on this probe's own copy of the kernel, which the product then
+took as _row_tiles_fwd_kernel with the bfloat16 guard added; the probe now launches the product's kernel.
+
 Exploration for tuning SOFTMAX_PLANS, not evidence: every variant is checked against float64 on every element,
 then timed as build.py --run times (CUDA-graph replays, L2 flushed), beside a copy of the same bytes.
 
@@ -13,13 +16,11 @@ from pathlib import Path
 
 import torch
 import triton
-import triton.language as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from probe_long_rows import (checked_and_timed, compile_reference_lines, forward_configs_probe, forward_input,  # noqa: E402
                              report, rows_forward, run_probes, with_module)
 from kernels import triton_softmax as sm  # noqa: E402
-from kernels.triton_softmax import LOG2E  # noqa: E402
 
 TWO_BYTE_NS = [8200, 10000, 12800, 14336, 16384, 20000, 24000, 28000]
 FP32_NS = [10000, 24000]
@@ -31,54 +32,15 @@ MORE_FP32_NS = [3000, 12800, 20000, 28000]
 MAX_VALUES_PER_THREAD = 128  # fp32 values a thread holds; past this the kernel spills
 
 
-@triton.jit
-def _row_tiles_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_cols,
-                          N_TILES: tl.constexpr, TILE: tl.constexpr, ALIGN: tl.constexpr, LOG2: tl.constexpr,
-                          LOAD_EVICT: tl.constexpr = ""):
-    """Softmax of one whole row held as N_TILES tiles of TILE lanes: one read, one write, one exp an element."""
-    n_cols = n_cols // ALIGN * ALIGN
-    input_row_stride = input_row_stride // ALIGN * ALIGN
-    output_row_stride = output_row_stride // ALIGN * ALIGN
-    row = tl.program_id(0).to(tl.int64)
-    cols = tl.arange(0, TILE)
-    input_row = input_ptr + row * input_row_stride
-    output_row = output_ptr + row * output_row_stride
-    tiles = ()
-    lane_max = tl.full([TILE], float("-inf"), tl.float32)
-    for k in tl.static_range(N_TILES):
-        if k == N_TILES - 1:  # only the last tile hangs over the row's end
-            x = tl.load(input_row + k * TILE + cols, mask=k * TILE + cols < n_cols, other=float("-inf"),
-                        eviction_policy=LOAD_EVICT)
-        else:
-            x = tl.load(input_row + k * TILE + cols, eviction_policy=LOAD_EVICT)
-        x = x.to(tl.float32)
-        lane_max = tl.maximum(lane_max, x)
-        tiles = tiles + (x,)
-    row_max = tl.max(lane_max, axis=0)
-    lane_sum = tl.zeros([TILE], tl.float32)
-    numerators = ()
-    for k in tl.static_range(N_TILES):
-        e = tl.exp2(tiles[k] * LOG2E - row_max * LOG2E) if LOG2 else tl.exp(tiles[k] - row_max)
-        lane_sum += e
-        numerators = numerators + (e,)
-    inv_row_sum = 1.0 / tl.sum(lane_sum, axis=0)
-    for k in tl.static_range(N_TILES):
-        y = (numerators[k] * inv_row_sum).to(output_ptr.dtype.element_ty)
-        if k == N_TILES - 1:
-            tl.store(output_row + k * TILE + cols, y, mask=k * TILE + cols < n_cols)
-        else:
-            tl.store(output_row + k * TILE + cols, y)
-
-
 def row_tiles_forward(tile, warps, load_evict=""):
-    """A forward callable for one (TILE, warps, load eviction policy) config."""
+    """A forward callable for one (TILE, warps, load eviction policy) config of the row-tiles kernel."""
     def run(x):
         y = torch.empty_like(x)
         n_rows, n_cols = x.shape
-        align = sm._forward_align(y, x)
-        sm._launch(_row_tiles_fwd_kernel, (n_rows,), y, x, x.stride(0), y.stride(0), n_cols,
-                   N_TILES=triton.cdiv(n_cols, tile), TILE=tile, ALIGN=align, LOG2=x.element_size() == 2,
-                   LOAD_EVICT=load_evict, num_warps=warps)
+        log2 = sm._log2_exp(x)
+        sm._launch(sm._row_tiles_fwd_kernel, (n_rows,), y, x, x.stride(0), y.stride(0), n_cols,
+                   N_TILES=triton.cdiv(n_cols, tile), TILE=tile, ALIGN=sm._forward_align(y, x), LOAD_EVICT=load_evict,
+                   LOG2=log2, GUARD=sm._log2_guard(x, log2), num_warps=warps)
         return y
     return run
 

@@ -5,6 +5,9 @@ SM (115-128 registers), which loads, reduces and writes in turn: the H200 runs 4
 rows-pipelined did this for whole power-of-two rows (32,768: 73-76% to 86-89% on the H200), but pads 40,000 to
 65,536 lanes, whose stages do not fit shared memory.
 
+Round 44 ran a copy of the row-tiles body in this loop (commit abe6225); it now calls the product's
+_row_tiles_softmax, the same code (its sm_90 PTX unchanged).
+
 Exploration for tuning SOFTMAX_PLANS, not evidence: every variant is checked against float64 on every element,
 then timed as build.py --run times (CUDA-graph replays, L2 flushed), beside a copy of the same bytes.
 
@@ -20,7 +23,6 @@ import triton.language as tl
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from probe_long_rows import forward_configs_probe, run_probes  # noqa: E402
 from kernels import triton_softmax as sm  # noqa: E402
-from kernels.triton_softmax import LOG2E, _exp_scaled  # noqa: E402
 
 NS = [32768, 36000, 40000, 45000, 49152]
 # (TILE lanes, warps, programs an SM, stages)
@@ -36,36 +38,10 @@ def _row_tiles_pipelined_fwd_kernel(output_ptr, input_ptr, input_row_stride, out
     n_cols = n_cols // ALIGN * ALIGN
     input_row_stride = input_row_stride // ALIGN * ALIGN
     output_row_stride = output_row_stride // ALIGN * ALIGN
-    cols = tl.arange(0, TILE)
     for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0), num_stages=NUM_STAGES):
         row64 = tl.cast(row, tl.int64)
-        input_row = input_ptr + row64 * input_row_stride
-        output_row = output_ptr + row64 * output_row_stride
-        tiles = ()
-        lane_max = tl.full([TILE], float("-inf"), tl.float32)
-        for k in tl.static_range(N_TILES):
-            if k == N_TILES - 1:
-                x = tl.load(input_row + k * TILE + cols, mask=k * TILE + cols < n_cols, other=float("-inf"))
-            else:
-                x = tl.load(input_row + k * TILE + cols)
-            x = x.to(tl.float32)
-            lane_max = tl.maximum(lane_max, x)
-            tiles = tiles + (x,)
-        row_max = tl.max(lane_max, axis=0)
-        scaled_max = row_max * LOG2E
-        lane_sum = tl.zeros([TILE], tl.float32)
-        numerators = ()
-        for k in tl.static_range(N_TILES):
-            numerator = _exp_scaled(tiles[k], scaled_max) if LOG2 else tl.exp(tiles[k] - row_max)
-            lane_sum += numerator
-            numerators = numerators + (numerator,)
-        inv_row_sum = 1.0 / tl.sum(lane_sum, axis=0)
-        for k in tl.static_range(N_TILES):
-            y = (numerators[k] * inv_row_sum).to(output_ptr.dtype.element_ty)
-            if k == N_TILES - 1:
-                tl.store(output_row + k * TILE + cols, y, mask=k * TILE + cols < n_cols)
-            else:
-                tl.store(output_row + k * TILE + cols, y)
+        sm._row_tiles_softmax(output_ptr + row64 * output_row_stride, input_ptr + row64 * input_row_stride, n_cols,
+                              N_TILES, TILE, "", LOG2, False)
 
 
 def pipelined_forward(tile, warps, programs_per_sm, stages):
