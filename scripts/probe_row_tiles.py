@@ -9,7 +9,7 @@ took as _row_tiles_fwd_kernel with the bfloat16 guard added; the probe now launc
 Exploration for tuning SOFTMAX_PLANS, not evidence: every variant is checked against float64 on every element,
 then timed as build.py --run times (CUDA-graph replays, L2 flushed), beside a copy of the same bytes.
 
-    python scripts/probe_row_tiles.py [tiles] [more] [dispatch] [compile]   # on a CUDA machine; $OUT/probe_row_tiles.json
+    python scripts/probe_row_tiles.py [tiles] [more] [dispatch] [compile] [odd]   # on a CUDA machine; $OUT/probe_row_tiles.json
 """
 import sys
 from pathlib import Path
@@ -124,5 +124,19 @@ def compile_probe(out: list) -> None:
         report("compile", m, n, "float32", lines, out)
 
 
+ODD_TWO_BYTE_NS = [6001, 10001, 12801, 20001, 24001, 28001]
+
+
+def odd_probe(out: list) -> None:
+    """Rows that are not whole 16-byte vectors (ALIGN 1), which the table leaves on the rows kernel: row-tiles
+    at the table's configs against it."""
+    variants = [("row-tiles 4096 x 8 warps, evict_last", row_tiles_forward(4096, 8, "evict_last")),
+                ("row-tiles 2048 x 8 warps, evict_last", row_tiles_forward(2048, 8, "evict_last"))]
+    forward_configs_probe("row-tiles-odd", ODD_TWO_BYTE_NS, variants, out, ["float16", "bfloat16"])
+    forward_configs_probe("row-tiles-odd", [20001], [
+        ("row-tiles 4096 x 16 warps, evict_last", row_tiles_forward(4096, 16, "evict_last"))], out, ["float32"])
+
+
 if __name__ == "__main__":
-    run_probes({"tiles": tiles_probe, "more": more_probe, "dispatch": dispatch_probe, "compile": compile_probe}, sys.argv[1:] or ["tiles"], "probe_row_tiles.json")
+    run_probes({"tiles": tiles_probe, "more": more_probe, "dispatch": dispatch_probe, "compile": compile_probe,
+                "odd": odd_probe}, sys.argv[1:] or ["tiles"], "probe_row_tiles.json")
