@@ -1040,7 +1040,13 @@ class Plan(NamedTuple):
 #   - fp32 16,385-24,576: tiles of 4,096 on 16 warps: H200 +16% at 20,000 and +6% at 24,000, H100 +0-0.3%;
 #     fp32 32,769-40,960 with >= 2 rows an SM: tiles of 8,192 on 32 warps (5 tiles, 62 registers): +8% (H200)
 #     and +4% (H100) at 40,000 over the tile kernel. fp32 to 16,384 and at 28,000 stays on rows (1-3% ahead).
-#   - Rows that are not whole 16-byte vectors were not measured on it and keep their earlier paths.
+#   - Rows that are not whole 16-byte vectors (ALIGN < 16 / elem_bytes, so every access is split into elements)
+#     run it too, on tiles of 2,048 lanes for 2-byte rows (fewer registers than 4,096 once the accesses are
+#     scalar): at 6,001-28,001 columns +30% to +128% over the rows kernel on both GPUs (but 28,001 bfloat16,
+#     +6-10%), to 79-81% of copy on the H200 to 12,801 and 75% at 20,001-24,001, 87-94% on the H100; and fp32
+#     20,001 +43% (H200) and +22% (H100), to 94% and 98%
+#     (notes/probes/2026-11-22-h{100,200}-row-tiles-odd.json). 2-byte rows of 28,001-32,767 stay on rows, and
+#     longer ones on tile-stream (not measured on row-tiles).
 #   2-byte rows of 28k-32k columns, where one row fills an SM, go to "rows-pipelined" (32 warps, one
 #   program per SM, 3 stages: two rows in flight in shared memory while one is reduced and
 #   written): at 32,768 it moved 3,752 / 3,652 GB/s (fp16 / bf16) on the H200 against the rows
@@ -1116,12 +1122,15 @@ SOFTMAX_PLANS = (
     Plan("forward",      2048,        0,  0, "rows",       2,     0,     8,    0),
     Plan("forward",      4096,        0,  0, "rows",       1,     0,     8,    0),
     Plan("forward",      8191,        0,  2, "row-tiles",  1,  4096,     8,    0,    0,      0, 1, True),
+    Plan("forward",      8191,        0,  2, "row-tiles",  1,  2048,     8,    0),
     Plan("forward",      8192,        0,  0, "rows",       1,     0,    16,    0),
     Plan("forward",     16383,        0,  2, "row-tiles",  1,  4096,     8,    0,    0,      0, 1, True),
+    Plan("forward",     16383,        0,  2, "row-tiles",  1,  2048,     8,    0),
     Plan("forward",     16384,        0,  0, "rows",       1,     0,    16,    0),
     Plan("forward",     28000,        0,  2, "row-tiles",  1,  4096,     8,    0,    0,      0, 1, True),
+    Plan("forward",     28000,        0,  2, "row-tiles",  1,  2048,     8,    0),
     Plan("forward",     32768,        2,  2, "rows-pipelined", 1, 0,    32,    1,    3,      0, 1, True),
-    Plan("forward",     24576,        0,  4, "row-tiles",  1,  4096,    16,    0,    0,      0, 1, True),
+    Plan("forward",     24576,        0,  4, "row-tiles",  1,  4096,    16,    0),
     Plan("forward",     32768,        0,  0, "rows",       1,     0,    32,    0),
     Plan("forward",     40960,        2,  4, "row-tiles",  1,  8192,    32,    0,    0,      0, 1, True),
     Plan("forward",     57344,        2,  2, "row-tiles",  1,  8192,    16,    0,    0,      0, 1, True),
