@@ -9,7 +9,7 @@ took as _row_tiles_fwd_kernel with the bfloat16 guard added; the probe now launc
 Exploration for tuning SOFTMAX_PLANS, not evidence: every variant is checked against float64 on every element,
 then timed as build.py --run times (CUDA-graph replays, L2 flushed), beside a copy of the same bytes.
 
-    python scripts/probe_row_tiles.py [tiles] [more] [dispatch] [compile] [odd]   # on a CUDA machine; $OUT/probe_row_tiles.json
+    python scripts/probe_row_tiles.py [tiles] [more] [dispatch] [compile] [odd] [odd32]   # on a CUDA machine; $OUT/probe_row_tiles.json
 """
 import sys
 from pathlib import Path
@@ -137,6 +137,14 @@ def odd_probe(out: list) -> None:
         ("row-tiles 4096 x 16 warps, evict_last", row_tiles_forward(4096, 16, "evict_last"))], out, ["float32"])
 
 
+def odd32_probe(out: list) -> None:
+    """fp32 rows to 16,384 columns that are not whole vectors, which the table leaves on the rows kernel (the H200
+    runs 10,001 at 88% of copy there): row-tiles configs against it."""
+    variants = [(f"row-tiles {tile} x {warps} warps, evict_last", row_tiles_forward(tile, warps, "evict_last"))
+                for tile, warps in ((1024, 4), (2048, 8), (4096, 16), (4096, 8))]
+    forward_configs_probe("row-tiles-odd32", [3001, 6001, 10001, 12801], variants, out, ["float32"])
+
+
 if __name__ == "__main__":
     run_probes({"tiles": tiles_probe, "more": more_probe, "dispatch": dispatch_probe, "compile": compile_probe,
-                "odd": odd_probe}, sys.argv[1:] or ["tiles"], "probe_row_tiles.json")
+                "odd": odd_probe, "odd32": odd32_probe}, sys.argv[1:] or ["tiles"], "probe_row_tiles.json")
