@@ -1044,7 +1044,9 @@ class Plan(NamedTuple):
 #     run it too, on tiles of 2,048 lanes for 2-byte rows (fewer registers than 4,096 once the accesses are
 #     scalar): at 6,001-28,001 columns +30% to +128% over the rows kernel on both GPUs (but 28,001 bfloat16,
 #     +6-10%), to 79-81% of copy on the H200 to 12,801 and 75% at 20,001-24,001, 87-94% on the H100; and fp32
-#     20,001 +43% (H200) and +22% (H100), to 94% and 98%
+#     20,001 +43% (H200) and +22% (H100), to 94% and 98%; fp32 rows of 4,097-16,383 that are not whole vectors
+#     on tiles of 2,048 on 8 warps too (H200: 97-99% of copy at 6,001-12,801 where the rows kernel ran at 57-83%;
+#     notes/probes/2026-11-22-h200-row-tiles-odd32.json), whole-vector fp32 rows there staying on rows
 #     (notes/probes/2026-11-22-h{100,200}-row-tiles-odd.json). 2-byte rows of 28,001-32,767 stay on rows, and
 #     longer ones on tile-stream (not measured on row-tiles).
 #   2-byte rows of 28k-32k columns, where one row fills an SM, go to "rows-pipelined" (32 warps, one
@@ -1123,9 +1125,13 @@ SOFTMAX_PLANS = (
     Plan("forward",      4096,        0,  0, "rows",       1,     0,     8,    0),
     Plan("forward",      8191,        0,  2, "row-tiles",  1,  4096,     8,    0,    0,      0, 1, True),
     Plan("forward",      8191,        0,  2, "row-tiles",  1,  2048,     8,    0),
+    Plan("forward",      8191,        0,  4, "rows",       1,     0,    16,    0,    0,      0, 1, True),
+    Plan("forward",      8191,        0,  4, "row-tiles",  1,  2048,     8,    0),
     Plan("forward",      8192,        0,  0, "rows",       1,     0,    16,    0),
     Plan("forward",     16383,        0,  2, "row-tiles",  1,  4096,     8,    0,    0,      0, 1, True),
     Plan("forward",     16383,        0,  2, "row-tiles",  1,  2048,     8,    0),
+    Plan("forward",     16383,        0,  4, "rows",       1,     0,    16,    0,    0,      0, 1, True),
+    Plan("forward",     16383,        0,  4, "row-tiles",  1,  2048,     8,    0),
     Plan("forward",     16384,        0,  0, "rows",       1,     0,    16,    0),
     Plan("forward",     28000,        0,  2, "row-tiles",  1,  4096,     8,    0,    0,      0, 1, True),
     Plan("forward",     28000,        0,  2, "row-tiles",  1,  2048,     8,    0),

@@ -135,6 +135,16 @@ def test_rows_not_of_whole_vectors_take_smaller_row_tiles_or_rows(n_cols, dtype)
         assert plan.path == "rows" and aligned.path == "rows-pipelined"
 
 
+@pytest.mark.parametrize("n_cols", [4_097, 6_001, 8_191, 10_001, 16_383, 16_385, 20_001, 24_575])
+def test_float32_rows_not_of_whole_vectors_take_row_tiles(n_cols):
+    """fp32 rows of 4k-24k columns that are not whole 16-byte vectors take row-tiles (tiles of 2,048 lanes to 16,383,
+    of 4,096 beyond, as whole-vector rows there); whole-vector rows to 16,384 stay on the rows kernel."""
+    plan = sm._select_plan("forward", 10**6, n_cols, 4, DEVICE, contiguous_align(n_cols, torch.float32))
+    assert (plan.path, plan.block_size) == ("row-tiles", 2048 if n_cols <= 16383 else 4096)
+    whole = n_cols // 4 * 4
+    assert sm._select_plan("forward", 10**6, whole, 4, DEVICE, 4).path == ("rows" if whole <= 16384 else "row-tiles")
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("n_cols", [40_001, 65_535, 100_001, 131_071])
 def test_long_rows_not_of_whole_vectors_skip_the_tile_kernel(n_cols, dtype):
