@@ -1044,11 +1044,11 @@ class Plan(NamedTuple):
 #     run it too, on tiles of 2,048 lanes for 2-byte rows (fewer registers than 4,096 once the accesses are
 #     scalar): at 6,001-28,001 columns +30% to +128% over the rows kernel on both GPUs (but 28,001 bfloat16,
 #     +6-10%), to 79-81% of copy on the H200 to 12,801 and 75% at 20,001-24,001, 87-94% on the H100; and fp32
-#     20,001 +43% (H200) and +22% (H100), to 94% and 98%; fp32 rows of 4,097-16,383 that are not whole vectors
-#     on tiles of 2,048 on 8 warps too (H200: 97-99% of copy at 6,001-12,801 where the rows kernel ran at 57-83%;
-#     notes/probes/2026-11-22-h200-row-tiles-odd32.json), whole-vector fp32 rows there staying on rows
-#     (notes/probes/2026-11-22-h{100,200}-row-tiles-odd.json). 2-byte rows of 28,001-32,767 stay on rows, and
-#     longer ones on tile-stream (not measured on row-tiles).
+#     20,001 +43% (H200) and +22% (H100), to 94% and 98% (notes/probes/2026-11-22-h{100,200}-row-tiles-odd.json).
+#     fp32 rows of 4,097-16,383 that are not whole vectors take tiles of 2,048 on 8 warps too (H200: 97-99% of
+#     copy at 6,001-12,801, where the rows kernel ran at 57-83%; notes/probes/2026-11-22-h200-row-tiles-odd32.json;
+#     no H100 figure yet), whole-vector fp32 rows there staying on rows. 2-byte rows of 28,001-32,767 that are
+#     not whole vectors stay on rows, and longer ones on tile-stream (not measured on row-tiles).
 #   2-byte rows of 28k-32k columns, where one row fills an SM, go to "rows-pipelined" (32 warps, one
 #   program per SM, 3 stages: two rows in flight in shared memory while one is reduced and
 #   written): at 32,768 it moved 3,752 / 3,652 GB/s (fp16 / bf16) on the H200 against the rows
