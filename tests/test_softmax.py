@@ -124,7 +124,7 @@ def contiguous_align(n_cols, dtype):
 @pytest.mark.parametrize("n_cols", [5_001, 8_193, 10_001, 14_332, 16_385, 20_002, 27_996, 28_001, 30_004, 32_767])
 def test_rows_not_of_whole_vectors_take_smaller_row_tiles_or_rows(n_cols, dtype):
     """2-byte rows of 4k-28k columns that are not whole 16-byte vectors take row-tiles with tiles of 2,048 lanes,
-    where whole-vector rows take 4,096 (round 43: the scalar accesses cost registers); from 28,001 they stay on
+    where whole-vector rows take 4,096 (round 46: the scalar accesses cost registers); from 28,001 they stay on
     the whole-row kernel, which neither the pipelined kernel (round 9: it trails there) nor row-tiles replaces."""
     plan = sm._select_plan("forward", 10**6, n_cols, dtype.itemsize, DEVICE, contiguous_align(n_cols, dtype))
     aligned = sm._select_plan("forward", 10**6, -(-n_cols // 8) * 8, dtype.itemsize, DEVICE, 8)
