@@ -1774,11 +1774,22 @@ def _read(obj, name):
         return None
 
 
+def _block_lanes(kwargs: dict):
+    """Elements of one program's block, from its launch (or autotuned) constexprs: BLOCK_SIZE; a tile step's
+    TILE_ROWS x VEC; a row-tiles row's N_TILES x TILE. None where a kernel has none of these."""
+    if kwargs.get("BLOCK_SIZE"):
+        return kwargs["BLOCK_SIZE"]
+    if kwargs.get("TILE_ROWS") and kwargs.get("VEC"):
+        return kwargs["TILE_ROWS"] * kwargs["VEC"]
+    if kwargs.get("N_TILES") and kwargs.get("TILE"):
+        return kwargs["N_TILES"] * kwargs["TILE"]
+    return None
+
+
 def _kernel_facts(kernel, handle, launch_kwargs) -> dict:
     """Register, spill, shared-memory and launch facts of one compiled kernel."""
     metadata = _read(handle, "metadata")
-    best_config = _read(kernel, "best_config")
-    block_size = launch_kwargs.get("BLOCK_SIZE") or _read(_read(best_config, "kwargs"), "BLOCK_SIZE")
+    block_size = _block_lanes({**(_read(_read(kernel, "best_config"), "kwargs") or {}), **launch_kwargs})
     return {
         "kernel": _read(handle, "name") or _read(kernel, "__name__"),
         "n_regs": _read(handle, "n_regs"),

@@ -8,6 +8,7 @@ import math
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -622,6 +623,18 @@ def test_compile_facts():
         facts = sm.compile_facts(name, x)
         assert facts and all(set(fact) == keys for fact in facts), name
         assert all(isinstance(fact["n_regs"], int) for fact in facts), name
+
+
+def test_kernel_facts_name_each_kind_of_block():
+    """The compile facts' block: BLOCK_SIZE where a kernel has one (the autotuner's pick if it chose it), a tile
+    step's TILE_ROWS x VEC, a row-tiles row's N_TILES x TILE."""
+    handle = types.SimpleNamespace(name="k", n_regs=40, n_spills=0, metadata={"shared": 0, "num_warps": 8, "num_stages": 3})
+    tuned = types.SimpleNamespace(best_config=types.SimpleNamespace(kwargs={"BLOCK_SIZE": 2048}))
+    assert sm._kernel_facts(None, handle, {"BLOCK_SIZE": 1024})["block_size"] == 1024
+    assert sm._kernel_facts(tuned, handle, {})["block_size"] == 2048
+    assert sm._kernel_facts(None, handle, {"TILE_ROWS": 2048, "VEC": 8})["block_size"] == 16384
+    assert sm._kernel_facts(None, handle, {"N_TILES": 3, "TILE": 4096})["block_size"] == 12288
+    assert sm._kernel_facts(None, handle, {"ALIGN": 8})["block_size"] is None
 
 
 # ---------------------------------------------------------------------------------------------
