@@ -9,7 +9,8 @@ took as _row_tiles_fwd_kernel with the bfloat16 guard added; the probe now launc
 Exploration for tuning SOFTMAX_PLANS, not evidence: every variant is checked against float64 on every element,
 then timed as build.py --run times (CUDA-graph replays, L2 flushed), beside a copy of the same bytes.
 
-    python scripts/probe_row_tiles.py [tiles] [more] [dispatch] [compile] [odd] [odd32]   # on a CUDA machine; $OUT/probe_row_tiles.json
+    python scripts/probe_row_tiles.py [tiles] [more] [dispatch] [compile] [odd] [odd32]
+    # on a CUDA machine; writes $OUT/probe_row_tiles.json
 """
 import sys
 from pathlib import Path
@@ -18,8 +19,8 @@ import torch
 import triton
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from probe_long_rows import (checked_and_timed, compile_reference_lines, forward_configs_probe, forward_input,  # noqa: E402
-                             report, rows_forward, run_probes, with_module)
+from probe_long_rows import (checked_and_timed, compile_reference_lines, forward_configs_probe,  # noqa: E402
+                             forward_input, report, rows_forward, run_probes, with_module)
 from kernels import triton_softmax as sm  # noqa: E402
 
 TWO_BYTE_NS = [8200, 10000, 12800, 14336, 16384, 20000, 24000, 28000]

@@ -64,8 +64,8 @@ def fits(n, tile, programs_per_sm, stages, element_size=2, shared=232448 - 16384
 def pipelined_probe(out: list) -> None:
     """Copy, dispatcher and every config that fits, 2-byte rows of 32,768-49,152 columns."""
     for n in NS:
-        variants = [(f"pipelined {triton.cdiv(n, t)} x {t}, {w} warps, {p}/SM, {s} stages", pipelined_forward(t, w, p, s))
-                    for t, w, p, s in CONFIGS if fits(n, t, p, s)]
+        variants = [(f"pipelined {triton.cdiv(n, t)} x {t}, {w} warps, {p}/SM, {s} stages",
+                     pipelined_forward(t, w, p, s)) for t, w, p, s in CONFIGS if fits(n, t, p, s)]
         forward_configs_probe("row-tiles-pipelined", [n], variants, out, ["float16", "bfloat16"])
 
 

@@ -628,7 +628,8 @@ def test_compile_facts():
 def test_kernel_facts_name_each_kind_of_block():
     """The compile facts' block: BLOCK_SIZE where a kernel has one (the autotuner's pick if it chose it), a tile
     step's TILE_ROWS x VEC, a row-tiles row's N_TILES x TILE."""
-    handle = types.SimpleNamespace(name="k", n_regs=40, n_spills=0, metadata={"shared": 0, "num_warps": 8, "num_stages": 3})
+    metadata = {"shared": 0, "num_warps": 8, "num_stages": 3}
+    handle = types.SimpleNamespace(name="k", n_regs=40, n_spills=0, metadata=metadata)
     tuned = types.SimpleNamespace(best_config=types.SimpleNamespace(kwargs={"BLOCK_SIZE": 2048}))
     assert sm._kernel_facts(None, handle, {"BLOCK_SIZE": 1024})["block_size"] == 1024
     assert sm._kernel_facts(tuned, handle, {})["block_size"] == 2048
