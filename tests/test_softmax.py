@@ -282,6 +282,38 @@ def test_vector_edges_keep_edge_tiles_whole_on_hopper():
     assert whole_scalar * 2 < split_scalar and whole_vector > split_vector
 
 
+ROW_TILES_COMPILE = """
+import re
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+import kernels.triton_softmax as sm
+aligned = {(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]}  # as the launch's 16-byte bases
+for dtype, align, tile, warps in (("fp16", 8, 4096, 8), ("fp16", 1, 2048, 8), ("fp32", 4, 4096, 16)):
+    signature = {"output_ptr": "*" + dtype, "input_ptr": "*" + dtype, "input_row_stride": "i32",
+                 "output_row_stride": "i32", "n_cols": "i32", "N_TILES": "constexpr", "TILE": "constexpr",
+                 "ALIGN": "constexpr", "LOAD_EVICT": "constexpr", "LOG2": "constexpr", "GUARD": "constexpr"}
+    constexprs = dict(N_TILES=3, TILE=tile, ALIGN=align, LOAD_EVICT="evict_last", LOG2=dtype == "fp16", GUARD=False)
+    kernel = triton.compile(ASTSource(fn=sm._row_tiles_fwd_kernel, signature=signature, constexprs=constexprs,
+                                      attrs=aligned), target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
+    ptx = kernel.asm["ptx"]
+    print(tile // (32 * warps), len(re.findall(r"ld[.]global[.a-zA-Z0-9:_]*[.]v4[.]b32 ", ptx)),
+          len(re.findall(r"st[.]global[.a-zA-Z0-9:_]*[.]v4[.]b32 ", ptx)), ptx.count("ex2.approx"))
+"""
+
+
+def test_row_tiles_take_one_exp_an_element_on_hopper():
+    """Compiled for sm_90, a row-tiles program of 3 tiles takes one ex2 per element a thread holds (the rows kernel's
+    count, where the tile kernels take two), and moves whole rows in 16-byte vectors (2 a thread a tile of 4,096
+    2-byte lanes on 8 warps, 1 of 4,096 fp32 lanes on 16), none where the row is not whole vectors (ALIGN 1)."""
+    lines = compiled_for_hopper(ROW_TILES_COMPILE).split("\n")[-4:-1]
+    (per_thread, loads, stores, exps), (odd_per_thread, odd_loads, odd_stores, odd_exps), fp32 = (
+        [int(v) for v in line.split()] for line in lines)
+    assert exps == 3 * per_thread and loads == stores == 3 * per_thread // 8
+    assert odd_exps == 3 * odd_per_thread and odd_loads == odd_stores == 0
+    assert fp32[3] == 3 * fp32[0] and fp32[1] == fp32[2] == 3 * fp32[0] // 4
+
+
 ROWS_BACKWARD_COMPILE = """
 import triton
 from triton.backends.compiler import GPUTarget
