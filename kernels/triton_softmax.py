@@ -1000,6 +1000,7 @@ class Plan(NamedTuple):
     segment_bytes: float = 0  # stream, tile-stream: bytes of a row one program streams twice at most
     unroll: int = 1        # tile, tile-stream: loop unroll factor (loads of the next steps issued early)
     whole_vectors: bool = False  # the row applies only to rows of whole 16-byte vectors (ALIGN = 16 / elem_bytes)
+    partial_vectors: bool = False  # ... only to rows that are not whole 16-byte vectors
     one_warp_from: int = 0  # stream, tile-stream: rows of this many segments or more have a waiting segment's
                             # slots re-read by one warp, without sleeping (0: never)
     slot_lanes: int = 16    # stream, tile-stream: the least width of the slot vector (see _segments_block)
@@ -1124,17 +1125,13 @@ SOFTMAX_PLANS = (
     Plan("forward",      2048,        0,  0, "rows",       2,     0,     8,    0),
     Plan("forward",      4096,        0,  0, "rows",       1,     0,     8,    0),
     Plan("forward",      8191,        0,  2, "row-tiles",  1,  4096,     8,    0,    0,      0, 1, True),
-    Plan("forward",      8191,        0,  2, "row-tiles",  1,  2048,     8,    0),
-    Plan("forward",      8191,        0,  4, "rows",       1,     0,    16,    0,    0,      0, 1, True),
-    Plan("forward",      8191,        0,  4, "row-tiles",  1,  2048,     8,    0),
+    Plan("forward",      8191,        0,  0, "row-tiles",  1,  2048,     8,    0, partial_vectors=True),
     Plan("forward",      8192,        0,  0, "rows",       1,     0,    16,    0),
     Plan("forward",     16383,        0,  2, "row-tiles",  1,  4096,     8,    0,    0,      0, 1, True),
-    Plan("forward",     16383,        0,  2, "row-tiles",  1,  2048,     8,    0),
-    Plan("forward",     16383,        0,  4, "rows",       1,     0,    16,    0,    0,      0, 1, True),
-    Plan("forward",     16383,        0,  4, "row-tiles",  1,  2048,     8,    0),
+    Plan("forward",     16383,        0,  0, "row-tiles",  1,  2048,     8,    0, partial_vectors=True),
     Plan("forward",     16384,        0,  0, "rows",       1,     0,    16,    0),
     Plan("forward",     28000,        0,  2, "row-tiles",  1,  4096,     8,    0,    0,      0, 1, True),
-    Plan("forward",     28000,        0,  2, "row-tiles",  1,  2048,     8,    0),
+    Plan("forward",     28000,        0,  2, "row-tiles",  1,  2048,     8,    0, partial_vectors=True),
     Plan("forward",     32768,        2,  2, "rows-pipelined", 1, 0,    32,    1,    3,      0, 1, True),
     Plan("forward",     24576,        0,  4, "row-tiles",  1,  4096,    16,    0),
     Plan("forward",     32768,        0,  0, "rows",       1,     0,    32,    0),
@@ -1294,7 +1291,8 @@ def _select_plan(op: str, n_rows: int, n_cols: int, elem_bytes: int, device: tor
     whole_vectors = align * elem_bytes == 16
     for plan in SOFTMAX_PLANS:
         if (plan.op == op and n_cols <= plan.max_cols and n_rows >= plan.min_rows_per_sm * sm_count
-                and plan.elem_bytes in (0, elem_bytes) and (whole_vectors or not plan.whole_vectors)):
+                and plan.elem_bytes in (0, elem_bytes)
+                and not (plan.whole_vectors and not whole_vectors) and not (plan.partial_vectors and whole_vectors)):
             return plan
     raise LookupError(f"SOFTMAX_PLANS has no {op} row for shape ({n_rows}, {n_cols}), {elem_bytes}-byte elements")
 

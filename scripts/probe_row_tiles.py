@@ -37,13 +37,9 @@ def row_tiles_forward(tile, warps, load_evict=""):
     """A forward callable for one (TILE, warps, load eviction policy) config of the row-tiles kernel."""
     def run(x):
         y = torch.empty_like(x)
-        n_rows, n_cols = x.shape
-        log2 = sm._log2_exp(x)
-        sm._launch(sm._row_tiles_fwd_kernel, (n_rows,), y, x, x.stride(0), y.stride(0), n_cols,
-                   N_TILES=triton.cdiv(n_cols, tile), TILE=tile, ALIGN=sm._forward_align(y, x), LOAD_EVICT=load_evict,
-                   LOG2=log2, GUARD=sm._log2_guard(x, log2), num_warps=warps)
+        sm._forward_row_tiles(y, x, tile, warps, sm._forward_align(y, x), sm._log2_exp(x))
         return y
-    return run
+    return with_module(run, ROW_TILES_LOAD_EVICT=load_evict)
 
 
 def variants(n, element_size):

@@ -23,15 +23,15 @@ STREAM_NS = [777777, 262147]       # odd N on tile-stream
 TILE_NS = [40001, 65535, 100001, 131071]  # odd N that the table gives the tile kernel (2-byte to 131,072)
 
 
-def tile_stream(vector_edges):
-    """tile-stream as the table's long rows run it (2 vectors a thread, 32 warps, 256 KB segments), edges as asked."""
+def tile_stream(vector_edges=None, segment_bytes=262144, vectors=2, unroll=1, prefetch=True):
+    """tile-stream as the table's long rows run it (2 vectors a thread, 32 warps, 256 KB segments, one tile of L2
+    prefetch), with the edges, segment size, vectors, unroll or prefetch asked for instead."""
     def run(x):
         y = torch.empty_like(x)
-        align = sm._forward_align(y, x)
-        sm._forward_tile_stream(y, x, 2, 32, 1, 262144, align, 1, sm._log2_exp(x),
+        sm._forward_tile_stream(y, x, vectors, 32, 1, segment_bytes, sm._forward_align(y, x), unroll, sm._log2_exp(x),
                                 one_warp_from=2 if x.element_size() == 2 else 0, vector_edges=vector_edges)
         return y
-    return run
+    return run if prefetch else with_module(run, TILE_STREAM_PREFETCH=0)
 
 
 VARIANTS = [("tile-stream, vector edges", tile_stream(True)), ("tile-stream, element edges", tile_stream(False))]
@@ -54,39 +54,20 @@ def edge_probe(out: list) -> None:
         ("dispatcher's launch", with_module(sm.softmax_forward, TILE_STREAM_EDGE_PREFETCH=False))], out, DTYPES)
 
 
-def segmented(segment_bytes):
-    """tile-stream as the table runs it for 2-byte rows, with segments of segment_bytes."""
-    def run(x):
-        y = torch.empty_like(x)
-        sm._forward_tile_stream(y, x, 2, 32, 1, segment_bytes, sm._forward_align(y, x), 1, sm._log2_exp(x),
-                                one_warp_from=2 if x.element_size() == 2 else 0)
-        return y
-    return run
-
-
-def one_segment(vectors=2, unroll=1, prefetch=True):
-    """tile-stream on one 256 KB segment a row, with the knobs that differ from the tile kernel's loop."""
-    def run(x):
-        y = torch.empty_like(x)
-        sm._forward_tile_stream(y, x, vectors, 32, 1, 262144, sm._forward_align(y, x), unroll, sm._log2_exp(x),
-                                one_warp_from=2 if x.element_size() == 2 else 0)
-        return y
-    return run if prefetch else with_module(run, TILE_STREAM_PREFETCH=0)
-
-
 def knobs_probe(out: list) -> None:
     """Round 45, continued: which of tile-stream's differences from the tile kernel makes a one-segment row slow."""
-    variants = [("tile-stream as the table", one_segment()), ("unroll 2", one_segment(unroll=2)),
-                ("no L2 prefetch", one_segment(prefetch=False)),
-                ("unroll 2, no L2 prefetch", one_segment(unroll=2, prefetch=False)),
-                ("1 vector a thread", one_segment(vectors=1))]
+    variants = [("tile-stream as the table", tile_stream()), ("unroll 2", tile_stream(unroll=2)),
+                ("no L2 prefetch", tile_stream(prefetch=False)),
+                ("unroll 2, no L2 prefetch", tile_stream(unroll=2, prefetch=False)),
+                ("1 vector a thread", tile_stream(vectors=1))]
     forward_configs_probe("one-segment", [100000, 100001], variants, out, ["float16", "bfloat16"])
 
 
 def segments_probe(out: list) -> None:
     """Round 45: odd 2-byte rows of ~100k columns are one 256 KB segment, no exchange and no next-item prefetch;
     smaller segments split them (the aligned 100,000 beside, on the tile kernel and on tile-stream)."""
-    variants = [(f"tile-stream, {b // 1024} KB segments", segmented(b)) for b in (262144, 131072, 98304, 65536)]
+    variants = [(f"tile-stream, {b // 1024} KB segments", tile_stream(segment_bytes=b))
+                for b in (262144, 131072, 98304, 65536)]
     forward_configs_probe("odd-segments", [100001, 100000, 131071, 65537], variants, out, ["float16", "bfloat16"])
     forward_configs_probe("odd-segments", [100001], variants, out, ["float32"])
 

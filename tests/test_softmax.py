@@ -108,8 +108,9 @@ def plan_cases(op, dtype):
         vec = 16 // elem_bytes
         if plan.whole_vectors:  # the first and the last width of whole 16-byte vectors in the band
             widths = [-(-widths[0] // vec) * vec] + [w // vec * vec for w in widths[1:]]
-        elif any(p.whole_vectors and p.max_cols == plan.max_cols and p.min_rows_per_sm <= plan.min_rows_per_sm
-                 for p in plans[:i]):  # an earlier row takes this band's whole vectors: widths that are not
+        elif plan.partial_vectors or any(p.whole_vectors and p.max_cols == plan.max_cols
+                                         and p.min_rows_per_sm <= plan.min_rows_per_sm for p in plans[:i]):
+            # the row takes, or an earlier row leaves it, only widths that are not whole vectors
             widths = [w - 1 if w % vec == 0 else w for w in widths]
         cases += [pytest.param(plan, n_rows, n_cols, dtype, id=f"{op}-{plan.path}-{n_rows}x{n_cols}-{dtype}")
                   for n_cols in widths]
