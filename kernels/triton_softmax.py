@@ -905,17 +905,31 @@ def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, 
 
 
 @triton.jit
-def _tile_row_stats(input_row, n_cols, n_blocks, TILE_ROWS: tl.constexpr, VEC: tl.constexpr, UNROLL: tl.constexpr,
-                    LOG2: tl.constexpr):
+def _tile_load(input_row, first_col, n_cols, offsets, block, TILE_ROWS: tl.constexpr, VEC: tl.constexpr,
+               VECTOR_EDGES: tl.constexpr, eviction_policy: tl.constexpr):
+    """One [TILE_ROWS, VEC] tile of a row in float32, -inf outside it. With VECTOR_EDGES (rows that are not whole
+    vectors, offsets from the row's aligned base: see _row_bases) every vector holding one of the row's columns is
+    read whole and the rest set to -inf in registers (see _load_edge); else each element is masked."""
+    if VECTOR_EDGES:
+        touched, _ = _tile_edge_vectors(first_col, n_cols, block, TILE_ROWS, VEC)
+        x = tl.load(input_row + offsets, mask=touched, other=float("-inf"), eviction_policy=eviction_policy)
+        cols = first_col + offsets
+        return tl.where((cols >= 0) & (cols < n_cols), x.to(tl.float32), float("-inf"))
+    return tl.load(input_row + offsets, mask=offsets < n_cols, other=float("-inf"),
+                   eviction_policy=eviction_policy).to(tl.float32)
+
+
+@triton.jit
+def _tile_row_stats(input_row, first_col, n_cols, n_blocks, TILE_ROWS: tl.constexpr, VEC: tl.constexpr,
+                    UNROLL: tl.constexpr, LOG2: tl.constexpr, VECTOR_EDGES: tl.constexpr = False):
     """(max, 1 / sum of exp(x - max)) of one row, read in [TILE_ROWS, VEC] steps (with LOG2 the max
-    is scaled by log2(e): see LOG2E)."""
+    is scaled by log2(e): see LOG2E). VECTOR_EDGES: see _tile_load."""
     tile = tl.arange(0, TILE_ROWS)[:, None] * VEC + tl.arange(0, VEC)[None, :]
     vec_max = tl.full([TILE_ROWS], float("-inf"), tl.float32)
     vec_sum = tl.zeros([TILE_ROWS], tl.float32)
     for block in tl.range(0, n_blocks, loop_unroll_factor=UNROLL):
-        offsets = block * (TILE_ROWS * VEC) + tile
-        x = tl.load(input_row + offsets, mask=offsets < n_cols, other=float("-inf"),
-                    eviction_policy="evict_last").to(tl.float32)
+        x = _tile_load(input_row, first_col, n_cols, block * (TILE_ROWS * VEC) + tile, block, TILE_ROWS, VEC,
+                       VECTOR_EDGES, "evict_last")
         vec_max, vec_sum = _vector_online(vec_max, vec_sum, x, LOG2)
     row_max = tl.max(vec_max, axis=0)
     # vectors that saw only -inf add 0 * exp(-inf) = 0; a fully -inf row gives NaN, as in torch
@@ -924,44 +938,64 @@ def _tile_row_stats(input_row, n_cols, n_blocks, TILE_ROWS: tl.constexpr, VEC: t
 
 
 @triton.jit
-def _tile_row_write(output_row, input_row, n_cols, n_blocks, row_max, inv_row_sum, TILE_ROWS: tl.constexpr,
-                    VEC: tl.constexpr, UNROLL: tl.constexpr, LOG2: tl.constexpr, scale=LOG2E):
+def _tile_row_write(output_row, input_row, first_col, n_cols, n_blocks, row_max, inv_row_sum, TILE_ROWS: tl.constexpr,
+                    VEC: tl.constexpr, UNROLL: tl.constexpr, LOG2: tl.constexpr, scale=LOG2E,
+                    VECTOR_EDGES: tl.constexpr = False):
     """y = exp(x - row_max) * inv_row_sum over one row, last step first (its tail is likeliest in L2);
-    with LOG2, row_max is scaled by `scale` (see LOG2E and _guard_scale)."""
+    with LOG2, row_max is scaled by `scale` (see LOG2E and _guard_scale). With VECTOR_EDGES the steps store whole
+    vectors, and the at most two vectors that straddle the row's ends are stored element by element after them."""
     tile = tl.arange(0, TILE_ROWS)[:, None] * VEC + tl.arange(0, VEC)[None, :]
-    for block in tl.range(0, n_blocks, loop_unroll_factor=UNROLL):
-        offsets = (n_blocks - 1 - block) * (TILE_ROWS * VEC) + tile
-        mask = offsets < n_cols
-        x = tl.load(input_row + offsets, mask=mask, other=float("-inf"),
-                    eviction_policy="evict_first").to(tl.float32)
-        y = _normalized(x, row_max, inv_row_sum, LOG2, scale)
-        tl.store(output_row + offsets, y.to(output_row.dtype.element_ty), mask=mask, cache_modifier=".cs")
+    for k in tl.range(0, n_blocks, loop_unroll_factor=UNROLL):
+        block = n_blocks - 1 - k
+        offsets = block * (TILE_ROWS * VEC) + tile
+        x = _tile_load(input_row, first_col, n_cols, offsets, block, TILE_ROWS, VEC, VECTOR_EDGES, "evict_first")
+        y = _normalized(x, row_max, inv_row_sum, LOG2, scale).to(output_row.dtype.element_ty)
+        if VECTOR_EDGES:
+            _, inside = _tile_edge_vectors(first_col, n_cols, block, TILE_ROWS, VEC)
+            tl.store(output_row + offsets, y, mask=inside, cache_modifier=".cs")
+        else:
+            tl.store(output_row + offsets, y, mask=offsets < n_cols, cache_modifier=".cs")
+    if VECTOR_EDGES:  # the vectors holding column 0 and column n_cols - 1 (a whole one is written twice, alike)
+        _write_vector(output_row, input_row, 0, 0, first_col, n_cols, -first_col // VEC * VEC, row_max, inv_row_sum,
+                      VEC, LOG2, scale)
+        _write_vector(output_row, input_row, 0, 0, first_col, n_cols, (n_cols - 1 - first_col) // VEC * VEC, row_max,
+                      inv_row_sum, VEC, LOG2, scale)
 
 
 @triton.jit
 def _tile_online_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
                             TILE_ROWS: tl.constexpr, VEC: tl.constexpr, ALIGN: tl.constexpr,
-                            UNROLL: tl.constexpr = 1, LOG2: tl.constexpr = False, GUARD: tl.constexpr = False):
+                            UNROLL: tl.constexpr = 1, LOG2: tl.constexpr = False, GUARD: tl.constexpr = False,
+                            VECTOR_EDGES: tl.constexpr = False):
     """Two-pass online softmax of rows program_id, program_id + num_programs, ... in steps of a
     [TILE_ROWS, VEC] tile: each thread owns whole VEC-element vectors, so the running (max, sum)
-    is one pair per vector (few registers: many warps fit an SM) and costs 1 + 1/VEC exp per element."""
+    is one pair per vector (few registers: many warps fit an SM) and costs 1 + 1/VEC exp per element.
+    VECTOR_EDGES (rows that are not whole vectors; both tensors share one row stride and 16-byte-aligned bases):
+    each row's steps start at its first 16-byte-aligned element, so accesses stay whole vectors (see _tile_load)."""
     n_cols = n_cols // ALIGN * ALIGN
     input_row_stride = input_row_stride // ALIGN * ALIGN
     output_row_stride = output_row_stride // ALIGN * ALIGN
-    n_blocks = tl.cdiv(n_cols, TILE_ROWS * VEC)
     for row_idx in range(tl.program_id(0), n_rows, tl.num_programs(0)):
-        row_idx = tl.cast(row_idx, tl.int64)
-        input_row = input_ptr + row_idx * input_row_stride
-        output_row = output_ptr + row_idx * output_row_stride
-        row_max, inv_row_sum = _tile_row_stats(input_row, n_cols, n_blocks, TILE_ROWS, VEC, UNROLL, LOG2)
+        if VECTOR_EDGES:
+            in_base, out_base, first_col, n_blocks = _row_bases(row_idx, input_row_stride, output_row_stride, n_cols,
+                                                                TILE_ROWS * VEC, VEC)
+        else:
+            row64 = tl.cast(row_idx, tl.int64)
+            in_base, out_base, first_col = row64 * input_row_stride, row64 * output_row_stride, 0
+            n_blocks = tl.cdiv(n_cols, TILE_ROWS * VEC)
+        input_row = input_ptr + in_base
+        output_row = output_ptr + out_base
+        row_max, inv_row_sum = _tile_row_stats(input_row, first_col, n_cols, n_blocks, TILE_ROWS, VEC, UNROLL, LOG2,
+                                               VECTOR_EDGES)
         scale = LOG2E
         if GUARD:  # a row whose scaled max is infinite (see LOG2E) is read again, with exp(x - max)
             natural = tl.abs(row_max) == float("inf")
             if natural:
-                row_max, inv_row_sum = _tile_row_stats(input_row, n_cols, n_blocks, TILE_ROWS, VEC, UNROLL, False)
+                row_max, inv_row_sum = _tile_row_stats(input_row, first_col, n_cols, n_blocks, TILE_ROWS, VEC, UNROLL,
+                                                       False, VECTOR_EDGES)
             scale = _guard_scale(natural)
-        _tile_row_write(output_row, input_row, n_cols, n_blocks, row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL, LOG2,
-                        scale)
+        _tile_row_write(output_row, input_row, first_col, n_cols, n_blocks, row_max, inv_row_sum, TILE_ROWS, VEC,
+                        UNROLL, LOG2, scale, VECTOR_EDGES)
 
 
 # Seed 003's autotuning grid. Under TRITON_INTERPRET timings mean nothing (and the autotuner's
@@ -1364,17 +1398,22 @@ def _forward_online(y, x, block_size, num_warps, n_programs, align):
             BLOCK_SIZE=block_size, ALIGN=align, num_warps=num_warps)
 
 
-def _forward_tile_online(y, x, vectors_per_thread, num_warps, programs_per_sm, align, unroll=1, log2=False):
-    """Launch the tile-online forward on a persistent grid striding over the rows.
+def _forward_tile_online(y, x, vectors_per_thread, num_warps, programs_per_sm, align, unroll=1, log2=False,
+                         vector_edges=False):
+    """Launch the tile-online forward on a persistent grid striding over the rows; with vector_edges, rows that
+    are not whole vectors keep whole-vector accesses where the tensors allow it (see _tile_online_fwd_kernel).
 
     Registers are capped so that programs_per_sm programs fit an SM together.
     """
     n_rows, n_cols = x.shape
     n_programs = min(n_rows, programs_per_sm * _sm_count(x.device))
     maxnreg = min(255, 65536 // (programs_per_sm * num_warps * 32) // 8 * 8)
+    vec = 16 // x.element_size()
+    edges = vector_edges and align < vec and _exchange_vec(x.element_size(), x, y) == vec
     _launch(_tile_online_fwd_kernel, (n_programs,), y, x, x.stride(0), y.stride(0), n_rows, n_cols,
-            TILE_ROWS=32 * num_warps * vectors_per_thread, VEC=16 // x.element_size(), ALIGN=align,
-            UNROLL=unroll, LOG2=log2, GUARD=_log2_guard(x, log2), num_warps=num_warps, maxnreg=maxnreg)
+            TILE_ROWS=32 * num_warps * vectors_per_thread, VEC=vec, ALIGN=align,
+            UNROLL=unroll, LOG2=log2, GUARD=_log2_guard(x, log2), VECTOR_EDGES=edges, num_warps=num_warps,
+            maxnreg=maxnreg)
 
 
 def _exchange_grid(n_items, n_chunks, num_warps, programs_per_sm, device):

@@ -4,7 +4,7 @@ the tile kernel for rows that are not whole vectors (notes/kernels.md, round 41:
 Exploration for tuning SOFTMAX_PLANS, not evidence: every variant is checked against float64 on every element,
 then timed as build.py --run times (CUDA-graph replays, L2 flushed), beside a copy of the same bytes.
 
-    python scripts/probe_vector_edges.py [stream] [tile] [edge] [segments] [knobs]   # on a CUDA machine; $OUT/probe_vector_edges.json
+    python scripts/probe_vector_edges.py [stream] [tile] [edge] [segments] [knobs] [tile-edges]   # on a CUDA machine; $OUT/probe_vector_edges.json
 
 "stream" and "tile" ran on commit 234aab7's kernels (vector edges off by default then); "edge" ran on 57463bf, whose
 kernels have TILE_STREAM_EDGE_PREFETCH (round 42, not adopted: it runs only there).
@@ -72,7 +72,28 @@ def segments_probe(out: list) -> None:
     forward_configs_probe("odd-segments", [100001], variants, out, ["float32"])
 
 
+def tile_kernel(vectors=2, unroll=2, vector_edges=True):
+    """The tile kernel (32 warps, one program an SM) with rows that are not whole vectors read in whole vectors."""
+    def run(x):
+        y = torch.empty_like(x)
+        sm._forward_tile_online(y, x, vectors, 32, 1, sm._forward_align(y, x), unroll, sm._log2_exp(x),
+                                vector_edges=vector_edges)
+        return y
+    return run
+
+
+def tile_edges_probe(out: list) -> None:
+    """Round 48: odd rows of 40k-131k columns on the tile kernel with whole-vector accesses, against tile-stream's
+    one-segment rows (the dispatcher), with the aligned rows beside them on the tile kernel as the table runs it."""
+    variants = [("tile, vector edges, unroll 2", tile_kernel(unroll=2)),
+                ("tile, vector edges, unroll 4", tile_kernel(unroll=4)),
+                ("tile, vector edges, 1 vector, unroll 4", tile_kernel(vectors=1, unroll=4))]
+    forward_configs_probe("tile-edges", [65535, 100001, 131071, 80001], variants, out, ["float16", "bfloat16"])
+    forward_configs_probe("tile-edges", [100000], variants[:1], out, ["float16"])
+    forward_configs_probe("tile-edges", [50001, 65535], variants, out, ["float32"])
+
+
 if __name__ == "__main__":
     run_probes({"stream": stream_probe, "tile": tile_probe, "edge": edge_probe, "segments": segments_probe,
-                "knobs": knobs_probe}, sys.argv[1:] or ["stream", "tile"],
+                "knobs": knobs_probe, "tile-edges": tile_edges_probe}, sys.argv[1:] or ["stream", "tile"],
                "probe_vector_edges.json")

@@ -595,13 +595,41 @@ def test_stream_segments_and_grid():
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("view", ["contiguous", "col_slice", "unaligned_base"])
-def test_tile_kernel(view, dtype):
-    # 1 warp x 1 vector per step: 256 (fp16) or 128 (fp32) columns a step, 2-3 steps a row
-    x = stream_views(dtype)[view]
-    y = torch.full(x.shape, 1234.5, dtype=dtype, device=DEVICE)
-    sm._forward_tile_online(y, x, 1, 1, 2, sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0)))
+@pytest.mark.parametrize("vector_edges", [False, True], ids=["element_edges", "vector_edges"])
+@pytest.mark.parametrize("view", ["contiguous", "col_slice", "unaligned_base", "whole_vectors"])
+def test_tile_kernel(view, vector_edges, dtype):
+    """1 warp x 1 vector per step: 256 (fp16) or 128 (fp32) columns a step, 2-3 steps a row. The output rows sit in
+    a wider buffer poisoned with 1234.5, and the columns beyond them must keep it. With vector_edges the odd rows
+    whose tensors share a row stride and 16-byte-aligned bases (contiguous) start their steps at their first
+    16-byte-aligned element; the others keep the per-element kernel (unaligned_base, col_slice) or take no edges
+    (whole_vectors)."""
+    views = stream_views(dtype)
+    x = views[view] if view != "whole_vectors" else views["contiguous"][:, :296].contiguous()  # 296 = 37 vectors
+    if view in ("contiguous", "unaligned_base"):  # the output shares x's odd row stride and base alignment
+        lead = 16 // x.element_size() if view == "contiguous" else 3
+        buffer = torch.full((x.numel() + lead + 16,), 1234.5, dtype=dtype, device=DEVICE)
+        y = buffer[lead:lead + x.numel()].view(x.shape)
+        outside = torch.cat([buffer[:lead], buffer[lead + x.numel():]])
+    else:
+        buffer = torch.full((x.shape[0], x.shape[1] + 16), 1234.5, dtype=dtype, device=DEVICE)
+        y = buffer[:, :x.shape[1]]
+        outside = buffer[:, x.shape[1]:]
+    align = sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0))
+    sm._forward_tile_online(y, x, 1, 1, 2, align, vector_edges=vector_edges)
     assert_softmax(y, x)
+    assert (outside == 1234.5).all()
+
+
+def test_tile_kernel_takes_vector_edges_only_for_rows_that_are_not_whole_vectors(monkeypatch):
+    """VECTOR_EDGES compiles only for odd rows whose tensors share a row stride and 16-byte-aligned bases: rows of
+    whole vectors keep exactly the kernel of before (round 41's sweeps: the edge code slowed them by 1-13%)."""
+    launched = []
+    monkeypatch.setattr(sm, "_launch", lambda kernel, grid, *args, **kwargs: launched.append(kwargs["VECTOR_EDGES"]))
+    views = stream_views(torch.float16)
+    for x in (views["contiguous"], views["col_slice"], views["contiguous"][:, :296].contiguous()):
+        y = torch.empty_like(x)
+        sm._forward_tile_online(y, x, 1, 1, 2, sm._forward_align(y, x), vector_edges=True)
+    assert launched == [True, False, False]
 
 
 # ---------------------------------------------------------------------------------------------
