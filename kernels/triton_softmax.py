@@ -176,25 +176,37 @@ def _rows_pipelined_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_r
 
 @triton.jit
 def _row_tiles_softmax(output_row, input_row, n_cols, N_TILES: tl.constexpr, TILE: tl.constexpr,
-                       LOAD_EVICT: tl.constexpr, LOG2: tl.constexpr, GUARD: tl.constexpr):
+                       LOAD_EVICT: tl.constexpr, LOG2: tl.constexpr, GUARD: tl.constexpr, KEEP_INPUT: tl.constexpr = False,
+                       PTX: tl.constexpr = False):
     """Softmax of one whole row held in registers as N_TILES tiles of TILE lanes: one read, one write, one exp
     an element. The rows kernel pads a row to next_pow2(n_cols) lanes, and padded lanes cost their exp, max and
     sum too; here only the last tile is padded, and the tiles are combined lane by lane before one max and one
-    sum reduction (notes/kernels.md, round 43)."""
+    sum reduction (notes/kernels.md, round 43). KEEP_INPUT holds the row in its own type and takes the exp again
+    for the write (two an element): half the registers for 2-byte rows, so two programs can share an SM."""
     cols = tl.arange(0, TILE)
     tiles = ()  # unrolled at compile time: tiles[k] is the row's columns [k * TILE, (k + 1) * TILE)
-    lane_max = tl.full([TILE], float("-inf"), tl.float32)
+    in_type: tl.constexpr = input_row.dtype.element_ty
+    keep_max: tl.constexpr = KEEP_INPUT and (in_type == tl.float16 or (in_type == tl.bfloat16 and PTX))
+    lane_max = tl.full([TILE], float("-inf"), in_type if keep_max else tl.float32)
     for k in tl.static_range(N_TILES):
         if k == N_TILES - 1:  # only the last tile can hang over the row's end; -inf never wins, adds exp(-inf) = 0
             x = tl.load(input_row + k * TILE + cols, mask=k * TILE + cols < n_cols, other=float("-inf"),
                         eviction_policy=LOAD_EVICT)
         else:
             x = tl.load(input_row + k * TILE + cols, eviction_policy=LOAD_EVICT)
-        x = x.to(tl.float32)
-        lane_max = tl.maximum(lane_max, x)
+        if KEEP_INPUT and x.dtype == tl.bfloat16 and PTX:  # two lanes an instruction, as fp16's max
+            lane_max = tl.inline_asm_elementwise("max.bf16x2 $0, $1, $2;", "=r,r,r", [lane_max, x], dtype=tl.bfloat16,
+                                                 is_pure=True, pack=2)
+        elif KEEP_INPUT and x.dtype == tl.float16:  # a max only selects: exact in x's own type, x left unwidened
+            lane_max = tl.maximum(lane_max, x)
+        elif KEEP_INPUT:  # float32, or bfloat16 under the interpreter (which has no bfloat16 constants)
+            lane_max = tl.maximum(lane_max, x.to(tl.float32))
+        else:
+            x = x.to(tl.float32)
+            lane_max = tl.maximum(lane_max, x)
         tiles = tiles + (x,)
     # a fully -inf row has max -inf, so x - max is NaN everywhere: torch's answer too
-    row_max = tl.max(lane_max, axis=0)
+    row_max = tl.max(lane_max, axis=0).to(tl.float32)
     scale = LOG2E
     if GUARD:  # bfloat16 (see LOG2E): a row whose scaled max overflows takes exp(x - max), exactly (_guard_scale)
         scale = _guard_scale(tl.abs(row_max * LOG2E) == float("inf"))
@@ -202,12 +214,23 @@ def _row_tiles_softmax(output_row, input_row, n_cols, N_TILES: tl.constexpr, TIL
     lane_sum = tl.zeros([TILE], tl.float32)
     numerators = ()
     for k in tl.static_range(N_TILES):
-        numerator = _exp_scaled(tiles[k], scaled_max, scale) if LOG2 else tl.exp(tiles[k] - row_max)
+        x = tiles[k].to(tl.float32)
+        numerator = _exp_scaled(x, scaled_max, scale) if LOG2 else tl.exp(x - row_max)
         lane_sum += numerator
-        numerators = numerators + (numerator,)
-    inv_row_sum = 1.0 / tl.sum(lane_sum, axis=0)
+        if not KEEP_INPUT:
+            numerators = numerators + (numerator,)
+    row_sum = tl.sum(lane_sum, axis=0)
+    inv_row_sum = 1.0 / row_sum
     for k in tl.static_range(N_TILES):
-        y = (numerators[k] * inv_row_sum).to(output_row.dtype.element_ty)
+        if KEEP_INPUT:  # widened again and divided in the exponent, so that nothing merges with the sum's pass
+            x = _widen_kept(tiles[k], PTX)
+            if LOG2:  # exp2 of base 2 in both scales (see _guard_scale)
+                y = _exp_scaled(x, scaled_max + tl.log2(row_sum), scale)
+            else:
+                y = tl.exp(x - (row_max + tl.log(row_sum)))
+        else:
+            y = numerators[k] * inv_row_sum
+        y = y.to(output_row.dtype.element_ty)
         if k == N_TILES - 1:
             tl.store(output_row + k * TILE + cols, y, mask=k * TILE + cols < n_cols)
         else:
@@ -217,14 +240,15 @@ def _row_tiles_softmax(output_row, input_row, n_cols, N_TILES: tl.constexpr, TIL
 @triton.jit
 def _row_tiles_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_cols,
                           N_TILES: tl.constexpr, TILE: tl.constexpr, ALIGN: tl.constexpr, LOAD_EVICT: tl.constexpr = "",
-                          LOG2: tl.constexpr = False, GUARD: tl.constexpr = False):
+                          LOG2: tl.constexpr = False, GUARD: tl.constexpr = False, KEEP_INPUT: tl.constexpr = False,
+                          PTX: tl.constexpr = False):
     """_row_tiles_softmax of row program_id."""
     n_cols = n_cols // ALIGN * ALIGN
     input_row_stride = input_row_stride // ALIGN * ALIGN
     output_row_stride = output_row_stride // ALIGN * ALIGN
     row64 = tl.cast(tl.program_id(0), tl.int64)
     _row_tiles_softmax(output_ptr + row64 * output_row_stride, input_ptr + row64 * input_row_stride, n_cols, N_TILES,
-                       TILE, LOAD_EVICT, LOG2, GUARD)
+                       TILE, LOAD_EVICT, LOG2, GUARD, KEEP_INPUT, PTX)
 
 
 @triton.jit
@@ -1383,12 +1407,13 @@ def _forward_rows_pipelined(y, x, num_warps, programs_per_sm, num_stages, align,
             GUARD=_log2_guard(x, log2), num_warps=num_warps)
 
 
-def _forward_row_tiles(y, x, tile, num_warps, align, log2=False):
-    """Launch the row-tiles forward: one program a row, held as cdiv(n_cols, tile) tiles of tile lanes."""
+def _forward_row_tiles(y, x, tile, num_warps, align, log2=False, keep_input=False, maxnreg=0):
+    """Launch the row-tiles forward: one program a row, held as cdiv(n_cols, tile) tiles of tile lanes (in x's own
+    type with keep_input, under maxnreg registers a thread if given)."""
     n_rows, n_cols = x.shape
     _launch(_row_tiles_fwd_kernel, (n_rows,), y, x, x.stride(0), y.stride(0), n_cols, N_TILES=triton.cdiv(n_cols, tile),
             TILE=tile, ALIGN=align, LOAD_EVICT=ROW_TILES_LOAD_EVICT, LOG2=log2, GUARD=_log2_guard(x, log2),
-            num_warps=num_warps)
+            KEEP_INPUT=keep_input, PTX=_inline_ptx(x), num_warps=num_warps, **({"maxnreg": maxnreg} if maxnreg else {}))
 
 
 def _forward_online(y, x, block_size, num_warps, n_programs, align):

@@ -9,7 +9,7 @@ took as _row_tiles_fwd_kernel with the bfloat16 guard added; the probe now launc
 Exploration for tuning SOFTMAX_PLANS, not evidence: every variant is checked against float64 on every element,
 then timed as build.py --run times (CUDA-graph replays, L2 flushed), beside a copy of the same bytes.
 
-    python scripts/probe_row_tiles.py [tiles] [more] [dispatch] [compile] [odd] [odd32]
+    python scripts/probe_row_tiles.py [tiles] [more] [dispatch] [compile] [odd] [odd32] [keep]
     # on a CUDA machine; writes $OUT/probe_row_tiles.json
 """
 import sys
@@ -33,11 +33,12 @@ MORE_FP32_NS = [3000, 12800, 20000, 28000]
 MAX_VALUES_PER_THREAD = 128  # fp32 values a thread holds; past this the kernel spills
 
 
-def row_tiles_forward(tile, warps, load_evict=""):
-    """A forward callable for one (TILE, warps, load eviction policy) config of the row-tiles kernel."""
+def row_tiles_forward(tile, warps, load_evict="", keep_input=False, maxnreg=0):
+    """A forward callable for one (TILE, warps, load eviction policy) config of the row-tiles kernel, its row held
+    in x's own type with keep_input, under maxnreg registers a thread if given."""
     def run(x):
         y = torch.empty_like(x)
-        sm._forward_row_tiles(y, x, tile, warps, sm._forward_align(y, x), sm._log2_exp(x))
+        sm._forward_row_tiles(y, x, tile, warps, sm._forward_align(y, x), sm._log2_exp(x), keep_input, maxnreg)
         return y
     return with_module(run, ROW_TILES_LOAD_EVICT=load_evict)
 
@@ -142,6 +143,16 @@ def odd32_probe(out: list) -> None:
     forward_configs_probe("row-tiles-odd32", [3001, 6001, 10001, 12801], variants, out, ["float32"])
 
 
+def keep_probe(out: list) -> None:
+    """Round 49: 2-byte rows of 32k-57k held in their own type, two programs an SM, against one program holding
+    them in float32 (the table's row-tiles for 32,769-57,344; rows-pipelined at 32,768)."""
+    variants = [("row-tiles 8192 x 16 warps (float32 tiles)", row_tiles_forward(8192, 16, "evict_last")),
+                ("kept, 8192 x 16 warps, 64 registers", row_tiles_forward(8192, 16, "evict_last", True, 64)),
+                ("kept, 4096 x 8 warps, 128 registers", row_tiles_forward(4096, 8, "evict_last", True, 128)),
+                ("kept, 8192 x 16 warps, uncapped", row_tiles_forward(8192, 16, "evict_last", True))]
+    forward_configs_probe("keep", [32768, 40000, 50000, 57344], variants, out, ["float16", "bfloat16"])
+
+
 if __name__ == "__main__":
     run_probes({"tiles": tiles_probe, "more": more_probe, "dispatch": dispatch_probe, "compile": compile_probe,
-                "odd": odd_probe, "odd32": odd32_probe}, sys.argv[1:] or ["tiles"], "probe_row_tiles.json")
+                "odd": odd_probe, "odd32": odd32_probe, "keep": keep_probe}, sys.argv[1:] or ["tiles"], "probe_row_tiles.json")

@@ -293,8 +293,10 @@ aligned = {(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]}  # 
 for dtype, align, tile, warps in (("fp16", 8, 4096, 8), ("fp16", 1, 2048, 8), ("fp32", 4, 4096, 16)):
     signature = {"output_ptr": "*" + dtype, "input_ptr": "*" + dtype, "input_row_stride": "i32",
                  "output_row_stride": "i32", "n_cols": "i32", "N_TILES": "constexpr", "TILE": "constexpr",
-                 "ALIGN": "constexpr", "LOAD_EVICT": "constexpr", "LOG2": "constexpr", "GUARD": "constexpr"}
-    constexprs = dict(N_TILES=3, TILE=tile, ALIGN=align, LOAD_EVICT="evict_last", LOG2=dtype == "fp16", GUARD=False)
+                 "ALIGN": "constexpr", "LOAD_EVICT": "constexpr", "LOG2": "constexpr", "GUARD": "constexpr",
+                 "KEEP_INPUT": "constexpr", "PTX": "constexpr"}
+    constexprs = dict(N_TILES=3, TILE=tile, ALIGN=align, LOAD_EVICT="evict_last", LOG2=dtype == "fp16", GUARD=False,
+                      KEEP_INPUT=False, PTX=True)
     kernel = triton.compile(ASTSource(fn=sm._row_tiles_fwd_kernel, signature=signature, constexprs=constexprs,
                                       attrs=aligned), target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
     ptx = kernel.asm["ptx"]
@@ -524,7 +526,8 @@ ROW_TILES_CONFIGS = [(64, 1), (128, 2), (512, 4)]
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("view", ["contiguous", "col_slice", "unaligned_base", "whole_vectors"])
 @pytest.mark.parametrize("tile,num_warps", ROW_TILES_CONFIGS)
-def test_row_tiles_kernel(view, tile, num_warps, dtype):
+@pytest.mark.parametrize("keep_input", [False, True], ids=["float32_tiles", "kept_input"])
+def test_row_tiles_kernel(keep_input, view, tile, num_warps, dtype):
     """Every element of each row written, and nothing past the row's end: the output rows sit in a wider
     buffer poisoned with 1234.5, whose columns beyond them must keep it."""
     views = stream_views(dtype)
@@ -532,7 +535,7 @@ def test_row_tiles_kernel(view, tile, num_warps, dtype):
     buffer = torch.full((x.shape[0], x.shape[1] + 16), 1234.5, dtype=dtype, device=DEVICE)
     y = buffer[:, :x.shape[1]]
     align = sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0))
-    sm._forward_row_tiles(y, x, tile, num_warps, align, sm._log2_exp(x))
+    sm._forward_row_tiles(y, x, tile, num_warps, align, sm._log2_exp(x), keep_input=keep_input)
     assert_softmax(y, x)
     assert (buffer[:, x.shape[1]:] == 1234.5).all()
 
