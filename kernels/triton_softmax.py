@@ -221,13 +221,21 @@ def _row_tiles_softmax(output_row, input_row, n_cols, N_TILES: tl.constexpr, TIL
             numerators = numerators + (numerator,)
     row_sum = tl.sum(lane_sum, axis=0)
     inv_row_sum = 1.0 / row_sum
+    log2_row_sum = tl.log2(row_sum)
+    # 0, from an operand no compiler can fold (n_cols >= 0): float16's tiles pass through an xor with it before
+    # their second widening, which ptxas would otherwise merge with the first, identical cvt.f32.f16, and keep the
+    # float32 copy live (100-127 registers instead of 54-74 at 32,768-57,344 columns, as bfloat16 takes)
+    opaque_zero = (n_cols // (n_cols + 1)).to(tl.int16)
     for k in tl.static_range(N_TILES):
-        if KEEP_INPUT:  # widened again and divided in the exponent, so that nothing merges with the sum's pass
-            x = _widen_kept(tiles[k], PTX)
-            if LOG2:  # exp2 of base 2 in both scales (see _guard_scale)
-                y = _exp_scaled(x, scaled_max + tl.log2(row_sum), scale)
+        if KEEP_INPUT:  # widened again, by operations that nothing can merge with the sum's widening
+            kept = tiles[k]
+            if kept.dtype == tl.float16:
+                kept = (kept.to(tl.int16, bitcast=True) ^ opaque_zero).to(tl.float16, bitcast=True)
+            x = _widen_kept(kept, PTX)
+            if LOG2:  # exp2 in both scales (see _guard_scale); log2 of the sum taken off after the FMA, at full precision
+                y = tl.exp2(tl.fma(x, scale, -scaled_max) - log2_row_sum)
             else:
-                y = tl.exp(x - (row_max + tl.log(row_sum)))
+                y = tl.exp(x - row_max) * inv_row_sum
         else:
             y = numerators[k] * inv_row_sum
         y = y.to(output_row.dtype.element_ty)
@@ -1062,7 +1070,8 @@ class Plan(NamedTuple):
     one_warp_from: int = 0  # stream, tile-stream: rows of this many segments or more have a waiting segment's
                             # slots re-read by one warp, without sleeping (0: never)
     slot_lanes: int = 16    # stream, tile-stream: the least width of the slot vector (see _segments_block)
-    maxnreg: int = 0        # stream: registers a thread, passed to ptxas (0: ptxas chooses; see SOFTMAX_PLANS)
+    maxnreg: int = 0        # stream, row-tiles: registers a thread, passed to ptxas (0: ptxas chooses; see SOFTMAX_PLANS)
+    keep_input: bool = False  # row-tiles: hold the row in the input's own type (see _row_tiles_softmax)
 
 
 # Short rows: tiles of ~4096 elements, so each program moves 8-16 KB and a thread holds 2-4
@@ -1190,14 +1199,15 @@ SOFTMAX_PLANS = (
     Plan("forward",     16384,        0,  0, "rows",       1,     0,    16,    0),
     Plan("forward",     28000,        0,  2, "row-tiles",  1,  4096,     8,    0,    0,      0, 1, True),
     Plan("forward",     28000,        0,  2, "row-tiles",  1,  2048,     8,    0, partial_vectors=True),
-    Plan("forward",     32768,        2,  2, "rows-pipelined", 1, 0,    32,    1,    3,      0, 1, True),
+    Plan("forward",     57344,        2,  2, "row-tiles",  1,  4096,     8,    0,    0,      0, 1, True, maxnreg=128,
+         keep_input=True),
     Plan("forward",     24576,        0,  4, "row-tiles",  1,  4096,    16,    0),
     Plan("forward",     32768,        0,  0, "rows",       1,     0,    32,    0),
     Plan("forward",     40960,        2,  4, "row-tiles",  1,  8192,    32,    0,    0,      0, 1, True),
-    Plan("forward",     57344,        2,  2, "row-tiles",  1,  8192,    16,    0,    0,      0, 1, True),
     Plan("forward",     65536,        2,  0, "tile",       2,     0,    32,    1,    0,      0, 4, True),
     Plan("forward",    131072,        2,  2, "tile",       2,     0,    32,    1,    0,      0, 2, True),
-    Plan("forward",     65536,        2,  4, "tile-stream", 2,    0,    32,    1,    0, 262144),
+    Plan("forward",    131072,        2,  2, "tile",       1,     0,    32,    1,    0,      0, 4, partial_vectors=True),
+    Plan("forward",     65536,        2,  4, "tile",       2,     0,    32,    1,    0,      0, 2, partial_vectors=True),
     Plan("forward",     65536,        0,  4, "exchange",   0,  4096,     8,    4),
     Plan("forward",  math.inf,        0,  2, "tile-stream", 2,    0,    32,    1,    0, 262144, one_warp_from=2),
     Plan("forward",  math.inf,        0,  4, "tile-stream", 2,    0,    32,    1,    0, 262144),
@@ -1673,13 +1683,13 @@ def _run_forward_plan(y, x, plan, align):
     elif plan.path == "rows-pipelined":
         _forward_rows_pipelined(y, x, plan.num_warps, plan.programs_per_sm, plan.num_stages, align, log2)
     elif plan.path == "row-tiles":
-        _forward_row_tiles(y, x, plan.block_size, plan.num_warps, align, log2)
+        _forward_row_tiles(y, x, plan.block_size, plan.num_warps, align, log2, plan.keep_input, plan.maxnreg)
     elif plan.path == "online":
         n_programs = min(n_rows, plan.programs_per_sm * _sm_count(x.device))
         _forward_online(y, x, plan.block_size, plan.num_warps, n_programs, align)
     elif plan.path == "tile":
         _forward_tile_online(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm, align, plan.unroll,
-                             log2)
+                             log2, vector_edges=plan.partial_vectors)
     elif plan.path == "exchange":
         _forward_exchange(y, x, plan.block_size, plan.num_warps, plan.programs_per_sm, align)
     else:

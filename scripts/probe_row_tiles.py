@@ -143,14 +143,23 @@ def odd32_probe(out: list) -> None:
     forward_configs_probe("row-tiles-odd32", [3001, 6001, 10001, 12801], variants, out, ["float32"])
 
 
+def rows_pipelined_forward(x):
+    """rows-pipelined as the table ran 2-byte rows of 28,001-32,768 before round 49 (32 warps, 3 stages)."""
+    y = torch.empty_like(x)
+    sm._forward_rows_pipelined(y, x, 32, 1, 3, sm._forward_align(y, x), sm._log2_exp(x))
+    return y
+
+
 def keep_probe(out: list) -> None:
-    """Round 49: 2-byte rows of 32k-57k held in their own type, two programs an SM, against one program holding
-    them in float32 (the table's row-tiles for 32,769-57,344; rows-pipelined at 32,768)."""
-    variants = [("row-tiles 8192 x 16 warps (float32 tiles)", row_tiles_forward(8192, 16, "evict_last")),
-                ("kept, 8192 x 16 warps, 64 registers", row_tiles_forward(8192, 16, "evict_last", True, 64)),
+    """Round 49: 2-byte rows of 24k-57k held in their own type, two programs an SM (the dispatcher, since round 49),
+    against the table's paths before it: row-tiles in float32 tiles, one program an SM, and rows-pipelined."""
+    variants = [("row-tiles 4096 x 8 warps (float32 tiles)", row_tiles_forward(4096, 8, "evict_last")),
+                ("row-tiles 8192 x 16 warps (float32 tiles)", row_tiles_forward(8192, 16, "evict_last")),
+                ("rows-pipelined", rows_pipelined_forward),
                 ("kept, 4096 x 8 warps, 128 registers", row_tiles_forward(4096, 8, "evict_last", True, 128)),
-                ("kept, 8192 x 16 warps, uncapped", row_tiles_forward(8192, 16, "evict_last", True))]
-    forward_configs_probe("keep", [32768, 40000, 50000, 57344], variants, out, ["float16", "bfloat16"])
+                ("kept, 4096 x 8 warps, 64 registers", row_tiles_forward(4096, 8, "evict_last", True, 64)),
+                ("kept, 8192 x 16 warps, 64 registers", row_tiles_forward(8192, 16, "evict_last", True, 64))]
+    forward_configs_probe("keep", [24000, 28000, 32768, 40000, 50000, 57344], variants, out, ["float16", "bfloat16"])
 
 
 if __name__ == "__main__":
