@@ -1180,6 +1180,16 @@ class Plan(NamedTuple):
 # it work: without one, ptxas gives the kernel with the wider vector 32 registers (two 1,024-thread programs an
 # SM) and spills, -6% to -9%, which is what round 33's one-warp 2-byte backward met. The fp32 backward keeps
 # ptxas's own choice: capped at 64 explicitly it spills 10 registers and loses 12-20%, uncapped it takes 58.
+# Since round 49 (notes/probes/2026-11-22-h{100,200}-row-tiles-keep.json) whole-vector 2-byte rows of 28,001-57,344
+# columns with >= 2 rows an SM take row-tiles held in the input's own type (KEEP_INPUT: 40 registers of data a thread
+# at 40,000 instead of 80), 4,096 lanes on 8 warps under 128 registers, so two programs share an SM and one loads while
+# the other reduces and writes: H200 96-99% of copy at 32,768-57,344 (float32 tiles 78-82% at 40,000, rows-pipelined
+# 89% at 32,768), H100 +1-2% over float32 tiles and +5-6% over rows-pipelined, which no row now takes. The rows above
+# that say "rows-pipelined" or "8,192 on 16 warps" for these rows describe the table before.
+# Since round 48 (...-tile-edges.json) rows of 32k-131k 2-byte and 32k-65k fp32 columns that are not whole vectors
+# take the tile kernel with VECTOR_EDGES (whole-vector accesses from each row's first aligned element), 1 vector a
+# thread unrolled 4x for 2-byte rows (2 vectors spill 30-38 registers with the edge selects): +6% to +43% over
+# tile-stream's one-segment rows on both GPUs.
 SOFTMAX_PLANS = (
     #     op          max_cols  min_rows bytes path      rows  block  warps  progs stages segment unroll
     Plan("forward",        64,        0,  0, "rows",      64,     0,     4,    0),
