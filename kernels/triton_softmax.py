@@ -194,10 +194,11 @@ def _row_tiles_softmax(output_row, input_row, n_cols, N_TILES: tl.constexpr, TIL
                         eviction_policy=LOAD_EVICT)
         else:
             x = tl.load(input_row + k * TILE + cols, eviction_policy=LOAD_EVICT)
-        if KEEP_INPUT and x.dtype == tl.bfloat16 and PTX:  # two lanes an instruction, as fp16's max
+        if keep_max and in_type == tl.bfloat16:  # a max only selects: exact in x's own type, x left unwidened;
+            # bfloat16's in PTX, two lanes an instruction, as float16's compiles
             lane_max = tl.inline_asm_elementwise("max.bf16x2 $0, $1, $2;", "=r,r,r", [lane_max, x], dtype=tl.bfloat16,
                                                  is_pure=True, pack=2)
-        elif KEEP_INPUT and x.dtype == tl.float16:  # a max only selects: exact in x's own type, x left unwidened
+        elif keep_max:
             lane_max = tl.maximum(lane_max, x)
         elif KEEP_INPUT:  # float32, or bfloat16 under the interpreter (which has no bfloat16 constants)
             lane_max = tl.maximum(lane_max, x.to(tl.float32))
@@ -222,16 +223,10 @@ def _row_tiles_softmax(output_row, input_row, n_cols, N_TILES: tl.constexpr, TIL
     row_sum = tl.sum(lane_sum, axis=0)
     inv_row_sum = 1.0 / row_sum
     log2_row_sum = tl.log2(row_sum)
-    # 0, from an operand no compiler can fold (n_cols >= 0): float16's tiles pass through an xor with it before
-    # their second widening, which ptxas would otherwise merge with the first, identical cvt.f32.f16, and keep the
-    # float32 copy live (100-127 registers instead of 54-74 at 32,768-57,344 columns, as bfloat16 takes)
-    opaque_zero = (n_cols // (n_cols + 1)).to(tl.int16)
+    opaque_zero = (n_cols // (n_cols + 1)).to(tl.int16)  # 0 (n_cols >= 0), which no compiler can fold: _widen_kept
     for k in tl.static_range(N_TILES):
         if KEEP_INPUT:  # widened again, by operations that nothing can merge with the sum's widening
-            kept = tiles[k]
-            if kept.dtype == tl.float16:
-                kept = (kept.to(tl.int16, bitcast=True) ^ opaque_zero).to(tl.float16, bitcast=True)
-            x = _widen_kept(kept, PTX)
+            x = _widen_kept(tiles[k], PTX, opaque_zero)
             if LOG2:  # exp2 in both scales (see _guard_scale); log2 of the sum taken off after the FMA, at full precision
                 y = tl.exp2(tl.fma(x, scale, -scaled_max) - log2_row_sum)
             else:
@@ -436,15 +431,19 @@ def _exchange_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, out
 
 
 @triton.jit
-def _widen_kept(v, PTX: tl.constexpr):
+def _widen_kept(v, PTX: tl.constexpr, opaque_zero=None):
     """v as float32, by an operation the compiler cannot merge with an earlier v.to(tl.float32).
 
     A kernel that needs a 2-byte tensor in float32 on both sides of a reduction can then keep it in its own
     type across the reduction (half the registers) and widen it twice, where one merged widening would keep
     the float32 copy live instead. bfloat16: its bits shifted into a float32's high half (exact). float16:
     cvt.f32.f16 in inline PTX (exact; CUDA only, so PTX is False under the interpreter, where the plain
-    widening serves). float32: v itself.
+    widening serves). float32: v itself. ptxas can still merge float16's cvt with an identical one of the same
+    register: given opaque_zero (an int16 zero no compiler can fold), float16 bits pass an xor with it first
+    (row-tiles' kept rows, notes/kernels.md round 49: 100-127 registers without it, where bfloat16 takes 54-74).
     """
+    if v.dtype == tl.float16 and opaque_zero is not None:
+        v = (v.to(tl.int16, bitcast=True) ^ opaque_zero).to(tl.float16, bitcast=True)
     if v.dtype == tl.bfloat16:
         return (v.to(tl.uint16, bitcast=True).to(tl.uint32) << 16).to(tl.float32, bitcast=True)
     elif v.dtype == tl.float16 and PTX:
@@ -1008,13 +1007,9 @@ def _tile_online_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_
     input_row_stride = input_row_stride // ALIGN * ALIGN
     output_row_stride = output_row_stride // ALIGN * ALIGN
     for row_idx in range(tl.program_id(0), n_rows, tl.num_programs(0)):
-        if VECTOR_EDGES:
-            in_base, out_base, first_col, n_blocks = _row_bases(row_idx, input_row_stride, output_row_stride, n_cols,
-                                                                TILE_ROWS * VEC, VEC)
-        else:
-            row64 = tl.cast(row_idx, tl.int64)
-            in_base, out_base, first_col = row64 * input_row_stride, row64 * output_row_stride, 0
-            n_blocks = tl.cdiv(n_cols, TILE_ROWS * VEC)
+        # without VECTOR_EDGES the rows start where they start (first_col 0): a base aligned to one element
+        in_base, out_base, first_col, n_blocks = _row_bases(row_idx, input_row_stride, output_row_stride, n_cols,
+                                                            TILE_ROWS * VEC, VEC if VECTOR_EDGES else 1)
         input_row = input_ptr + in_base
         output_row = output_ptr + out_base
         row_max, inv_row_sum = _tile_row_stats(input_row, first_col, n_cols, n_blocks, TILE_ROWS, VEC, UNROLL, LOG2,
@@ -1453,12 +1448,11 @@ def _forward_tile_online(y, x, vectors_per_thread, num_warps, programs_per_sm, a
     n_rows, n_cols = x.shape
     n_programs = min(n_rows, programs_per_sm * _sm_count(x.device))
     maxnreg = min(255, 65536 // (programs_per_sm * num_warps * 32) // 8 * 8)
-    vec = 16 // x.element_size()
-    edges = vector_edges and align < vec and _exchange_vec(x.element_size(), x, y) == vec
     _launch(_tile_online_fwd_kernel, (n_programs,), y, x, x.stride(0), y.stride(0), n_rows, n_cols,
-            TILE_ROWS=32 * num_warps * vectors_per_thread, VEC=vec, ALIGN=align,
-            UNROLL=unroll, LOG2=log2, GUARD=_log2_guard(x, log2), VECTOR_EDGES=edges, num_warps=num_warps,
-            maxnreg=maxnreg)
+            TILE_ROWS=32 * num_warps * vectors_per_thread, VEC=16 // x.element_size(), ALIGN=align,
+            UNROLL=unroll, LOG2=log2, GUARD=_log2_guard(x, log2),
+            VECTOR_EDGES=_vector_edges(align, _exchange_vec(x.element_size(), x, y), vector_edges),
+            num_warps=num_warps, maxnreg=maxnreg)
 
 
 def _exchange_grid(n_items, n_chunks, num_warps, programs_per_sm, device):
