@@ -175,21 +175,88 @@ def _rows_pipelined_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_r
 
 
 @triton.jit
+def _row_tile_edge_load(input_row, first_col, n_cols, k, TILE: tl.constexpr, VEC: tl.constexpr,
+                        LOAD_EVICT: tl.constexpr):
+    """Tile k of a row, read from the row's aligned base (first_col in (-VEC, 0]) in whole vectors where it hangs
+    over one of the row's ends: in the input's type, -inf outside the row (see _load_edge)."""
+    cols = tl.arange(0, TILE)
+    row_cols = first_col + k * TILE + cols
+    vector_first = first_col + k * TILE + cols // VEC * VEC
+    x = tl.load(input_row + k * TILE + cols, mask=(vector_first > -VEC) & (vector_first < n_cols), other=float("-inf"),
+                eviction_policy=LOAD_EVICT)
+    in_row = (row_cols >= 0) & (row_cols < n_cols)
+    if x.dtype == tl.bfloat16:  # through float32, exactly: the interpreter has no bfloat16 constants
+        return tl.where(in_row, x.to(tl.float32), float("-inf")).to(tl.bfloat16)
+    return tl.where(in_row, x, float("-inf"))
+
+
+@triton.jit
+def _row_tile_edge_store(output_row, y, first_col, n_cols, k, TILE: tl.constexpr, VEC: tl.constexpr):
+    """Store tile k of a row that hangs over one of its ends, from its aligned base: the vectors wholly inside the
+    row (_write_vector writes the two that straddle its ends)."""
+    cols = tl.arange(0, TILE)
+    vector_first = first_col + k * TILE + cols // VEC * VEC
+    tl.store(output_row + k * TILE + cols, y, mask=(vector_first >= 0) & (vector_first <= n_cols - VEC))
+
+
+@triton.jit
+def _row_tile_load(input_row, first_col, n_cols, k, N_TILES: tl.constexpr, TILE: tl.constexpr, VEC: tl.constexpr,
+                   LOAD_EVICT: tl.constexpr):
+    """Tile k of N_TILES of a row read from its aligned base (N_TILES = cdiv(n_cols + VEC - 1, TILE), TILE >= 2 VEC):
+    the first and the last tile may hang over the row's ends, the one before the last past n_cols only when the
+    row starts on a vector, and no other; the tiles inside are read unmasked. (Checked at run time for every tile,
+    ptxas kept the masks of all of them live across the row: 238 registers at 14 tiles of 2,048 fp16 lanes.)"""
+    if k == 0 or k == N_TILES - 1:
+        x = _row_tile_edge_load(input_row, first_col, n_cols, k, TILE, VEC, LOAD_EVICT)
+    elif k == N_TILES - 2:
+        if first_col + (k + 1) * TILE > n_cols:
+            x = _row_tile_edge_load(input_row, first_col, n_cols, k, TILE, VEC, LOAD_EVICT)
+        else:
+            x = tl.load(input_row + k * TILE + tl.arange(0, TILE), eviction_policy=LOAD_EVICT)
+    else:
+        x = tl.load(input_row + k * TILE + tl.arange(0, TILE), eviction_policy=LOAD_EVICT)
+    return x
+
+
+@triton.jit
+def _row_tile_store(output_row, y, first_col, n_cols, k, N_TILES: tl.constexpr, TILE: tl.constexpr,
+                    VEC: tl.constexpr):
+    """Store tile k of N_TILES of a row from its aligned base, the tiles that may hang over its ends as
+    _row_tile_load reads them."""
+    if k == 0 or k == N_TILES - 1:
+        _row_tile_edge_store(output_row, y, first_col, n_cols, k, TILE, VEC)
+    elif k == N_TILES - 2:
+        if first_col + (k + 1) * TILE > n_cols:
+            _row_tile_edge_store(output_row, y, first_col, n_cols, k, TILE, VEC)
+        else:
+            tl.store(output_row + k * TILE + tl.arange(0, TILE), y)
+    else:
+        tl.store(output_row + k * TILE + tl.arange(0, TILE), y)
+
+
+@triton.jit
 def _row_tiles_softmax(output_row, input_row, n_cols, N_TILES: tl.constexpr, TILE: tl.constexpr,
                        LOAD_EVICT: tl.constexpr, LOG2: tl.constexpr, GUARD: tl.constexpr, KEEP_INPUT: tl.constexpr = False,
-                       PTX: tl.constexpr = False):
+                       PTX: tl.constexpr = False, first_col=0, VEC: tl.constexpr = 1,
+                       VECTOR_EDGES: tl.constexpr = False):
     """Softmax of one whole row held in registers as N_TILES tiles of TILE lanes: one read, one write, one exp
     an element. The rows kernel pads a row to next_pow2(n_cols) lanes, and padded lanes cost their exp, max and
     sum too; here only the last tile is padded, and the tiles are combined lane by lane before one max and one
     sum reduction (notes/kernels.md, round 43). KEEP_INPUT holds the row in its own type and takes the exp again
-    for the write (two an element): half the registers for 2-byte rows, so two programs can share an SM."""
+    for the write (two an element): half the registers for 2-byte rows, so two programs can share an SM.
+    VECTOR_EDGES (rows that are not whole vectors): the row's lanes start at its first VEC-aligned element, first_col
+    in (-VEC, 0] (see _row_bases), so every access is a whole vector; the tiles that hang over an end of the row read
+    the vectors holding any of its columns and set the rest to -inf in registers (see _load_edge), and store the
+    vectors wholly inside the row, the two straddling ones element by element after them (see _write_vector)."""
     cols = tl.arange(0, TILE)
     tiles = ()  # unrolled at compile time: tiles[k] is the row's columns [k * TILE, (k + 1) * TILE)
     in_type: tl.constexpr = input_row.dtype.element_ty
     keep_max: tl.constexpr = KEEP_INPUT and (in_type == tl.float16 or (in_type == tl.bfloat16 and PTX))
     lane_max = tl.full([TILE], float("-inf"), in_type if keep_max else tl.float32)
     for k in tl.static_range(N_TILES):
-        if k == N_TILES - 1:  # only the last tile can hang over the row's end; -inf never wins, adds exp(-inf) = 0
+        if VECTOR_EDGES:
+            x = _row_tile_load(input_row, first_col, n_cols, k, N_TILES, TILE, VEC, LOAD_EVICT)
+        elif k == N_TILES - 1:  # only the last tile can hang over the row's end; -inf never wins, adds exp(-inf) = 0
             x = tl.load(input_row + k * TILE + cols, mask=k * TILE + cols < n_cols, other=float("-inf"),
                         eviction_policy=LOAD_EVICT)
         else:
@@ -234,24 +301,34 @@ def _row_tiles_softmax(output_row, input_row, n_cols, N_TILES: tl.constexpr, TIL
         else:
             y = numerators[k] * inv_row_sum
         y = y.to(output_row.dtype.element_ty)
-        if k == N_TILES - 1:
+        if VECTOR_EDGES:
+            _row_tile_store(output_row, y, first_col, n_cols, k, N_TILES, TILE, VEC)
+        elif k == N_TILES - 1:
             tl.store(output_row + k * TILE + cols, y, mask=k * TILE + cols < n_cols)
         else:
             tl.store(output_row + k * TILE + cols, y)
+    if VECTOR_EDGES:  # the vectors holding column 0 and column n_cols - 1 (a whole one is written twice, alike)
+        row_max_in_domain = scaled_max if LOG2 else row_max
+        _write_vector(output_row, input_row, 0, 0, first_col, n_cols, 0, row_max_in_domain, inv_row_sum, VEC, LOG2,
+                      scale)
+        _write_vector(output_row, input_row, 0, 0, first_col, n_cols, (n_cols - 1 - first_col) // VEC * VEC,
+                      row_max_in_domain, inv_row_sum, VEC, LOG2, scale)
 
 
 @triton.jit
 def _row_tiles_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_cols,
                           N_TILES: tl.constexpr, TILE: tl.constexpr, ALIGN: tl.constexpr, LOAD_EVICT: tl.constexpr = "",
                           LOG2: tl.constexpr = False, GUARD: tl.constexpr = False, KEEP_INPUT: tl.constexpr = False,
-                          PTX: tl.constexpr = False):
-    """_row_tiles_softmax of row program_id."""
+                          PTX: tl.constexpr = False, VEC: tl.constexpr = 1, VECTOR_EDGES: tl.constexpr = False):
+    """_row_tiles_softmax of row program_id (VECTOR_EDGES: both tensors share one row stride and 16-byte-aligned
+    bases, and N_TILES * TILE >= n_cols + VEC - 1)."""
     n_cols = n_cols // ALIGN * ALIGN
     input_row_stride = input_row_stride // ALIGN * ALIGN
     output_row_stride = output_row_stride // ALIGN * ALIGN
-    row64 = tl.cast(tl.program_id(0), tl.int64)
-    _row_tiles_softmax(output_ptr + row64 * output_row_stride, input_ptr + row64 * input_row_stride, n_cols, N_TILES,
-                       TILE, LOAD_EVICT, LOG2, GUARD, KEEP_INPUT, PTX)
+    in_base, out_base, first_col, _ = _row_bases(tl.program_id(0), input_row_stride, output_row_stride, n_cols, TILE,
+                                                 VEC if VECTOR_EDGES else 1)
+    _row_tiles_softmax(output_ptr + out_base, input_ptr + in_base, n_cols, N_TILES, TILE, LOAD_EVICT, LOG2, GUARD,
+                       KEEP_INPUT, PTX, first_col, VEC, VECTOR_EDGES)
 
 
 @triton.jit
@@ -994,15 +1071,48 @@ def _tile_row_write(output_row, input_row, first_col, n_cols, n_blocks, row_max,
 
 
 @triton.jit
+def _tile_rows_edges_apart(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
+                           TILE_ROWS: tl.constexpr, VEC: tl.constexpr, ALIGN: tl.constexpr, UNROLL: tl.constexpr,
+                           LOG2: tl.constexpr, GUARD: tl.constexpr, VECTOR_EDGES: tl.constexpr):
+    """_tile_online_fwd_kernel with EDGES_APART: each row as one segment of tile-stream, without the exchange."""
+    n_cols = n_cols // ALIGN * ALIGN
+    input_row_stride = input_row_stride // ALIGN * ALIGN
+    output_row_stride = output_row_stride // ALIGN * ALIGN
+    for row_idx in range(tl.program_id(0), n_rows, tl.num_programs(0)):
+        in_base, out_base, first_col, n_blocks = _row_bases(row_idx, input_row_stride, output_row_stride, n_cols,
+                                                            TILE_ROWS * VEC, VEC if VECTOR_EDGES else 1)
+        row_max, row_sum = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, 0, n_blocks,
+                                                 TILE_ROWS, VEC, UNROLL, LOG2, 0, VECTOR_EDGES)
+        # row_max is -inf for a fully -inf row only: its sum is 0, and its outputs NaN (x - max), as torch gives
+        inv_row_sum = 1.0 / row_sum
+        scale = LOG2E
+        if GUARD:  # a row whose scaled max is infinite (see LOG2E) is read again, with exp(x - max)
+            natural = tl.abs(row_max) == float("inf")
+            if natural:
+                row_max, row_sum = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, 0, n_blocks,
+                                                         TILE_ROWS, VEC, UNROLL, False, 0, VECTOR_EDGES)
+                inv_row_sum = 1.0 / row_sum
+            scale = _guard_scale(natural)
+        _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, 0, n_blocks,
+                            row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL, LOG2, scale, VECTOR_EDGES)
+
+
+@triton.jit
 def _tile_online_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
                             TILE_ROWS: tl.constexpr, VEC: tl.constexpr, ALIGN: tl.constexpr,
                             UNROLL: tl.constexpr = 1, LOG2: tl.constexpr = False, GUARD: tl.constexpr = False,
-                            VECTOR_EDGES: tl.constexpr = False):
+                            VECTOR_EDGES: tl.constexpr = False, EDGES_APART: tl.constexpr = False):
     """Two-pass online softmax of rows program_id, program_id + num_programs, ... in steps of a
     [TILE_ROWS, VEC] tile: each thread owns whole VEC-element vectors, so the running (max, sum)
     is one pair per vector (few registers: many warps fit an SM) and costs 1 + 1/VEC exp per element.
     VECTOR_EDGES (rows that are not whole vectors; both tensors share one row stride and 16-byte-aligned bases):
-    each row's steps start at its first 16-byte-aligned element, so accesses stay whole vectors (see _tile_load)."""
+    each row's steps start at its first 16-byte-aligned element, so accesses stay whole vectors (see _tile_load).
+    EDGES_APART: the loops read the row's inner tiles unmasked and its two edge tiles after them, as one segment of
+    tile-stream does (_tile_segment_max_sum, _tile_segment_write)."""
+    if EDGES_APART:
+        _tile_rows_edges_apart(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols, TILE_ROWS,
+                               VEC, ALIGN, UNROLL, LOG2, GUARD, VECTOR_EDGES)
+        return
     n_cols = n_cols // ALIGN * ALIGN
     input_row_stride = input_row_stride // ALIGN * ALIGN
     output_row_stride = output_row_stride // ALIGN * ALIGN
@@ -1422,13 +1532,19 @@ def _forward_rows_pipelined(y, x, num_warps, programs_per_sm, num_stages, align,
             GUARD=_log2_guard(x, log2), num_warps=num_warps)
 
 
-def _forward_row_tiles(y, x, tile, num_warps, align, log2=False, keep_input=False, maxnreg=0):
+def _forward_row_tiles(y, x, tile, num_warps, align, log2=False, keep_input=False, maxnreg=0, vector_edges=False):
     """Launch the row-tiles forward: one program a row, held as cdiv(n_cols, tile) tiles of tile lanes (in x's own
-    type with keep_input, under maxnreg registers a thread if given)."""
+    type with keep_input, under maxnreg registers a thread if given); with vector_edges, rows that are not whole
+    vectors are read in whole vectors where the tensors allow it, on one more vector's lanes (see
+    _row_tiles_softmax)."""
     n_rows, n_cols = x.shape
-    _launch(_row_tiles_fwd_kernel, (n_rows,), y, x, x.stride(0), y.stride(0), n_cols, N_TILES=triton.cdiv(n_cols, tile),
+    vec = _exchange_vec(x.element_size(), x, y)
+    vector_edges = _vector_edges(align, vec, vector_edges)
+    lanes = n_cols + vec - 1 if vector_edges else n_cols
+    _launch(_row_tiles_fwd_kernel, (n_rows,), y, x, x.stride(0), y.stride(0), n_cols, N_TILES=triton.cdiv(lanes, tile),
             TILE=tile, ALIGN=align, LOAD_EVICT=ROW_TILES_LOAD_EVICT, LOG2=log2, GUARD=_log2_guard(x, log2),
-            KEEP_INPUT=keep_input, PTX=_inline_ptx(x), num_warps=num_warps, **({"maxnreg": maxnreg} if maxnreg else {}))
+            KEEP_INPUT=keep_input, PTX=_inline_ptx(x), VEC=vec, VECTOR_EDGES=vector_edges, num_warps=num_warps,
+            **({"maxnreg": maxnreg} if maxnreg else {}))
 
 
 def _forward_online(y, x, block_size, num_warps, n_programs, align):
@@ -1439,7 +1555,7 @@ def _forward_online(y, x, block_size, num_warps, n_programs, align):
 
 
 def _forward_tile_online(y, x, vectors_per_thread, num_warps, programs_per_sm, align, unroll=1, log2=False,
-                         vector_edges=False):
+                         vector_edges=False, edges_apart=False):
     """Launch the tile-online forward on a persistent grid striding over the rows; with vector_edges, rows that
     are not whole vectors keep whole-vector accesses where the tensors allow it (see _tile_online_fwd_kernel).
 
@@ -1452,7 +1568,7 @@ def _forward_tile_online(y, x, vectors_per_thread, num_warps, programs_per_sm, a
             TILE_ROWS=32 * num_warps * vectors_per_thread, VEC=16 // x.element_size(), ALIGN=align,
             UNROLL=unroll, LOG2=log2, GUARD=_log2_guard(x, log2),
             VECTOR_EDGES=_vector_edges(align, _exchange_vec(x.element_size(), x, y), vector_edges),
-            num_warps=num_warps, maxnreg=maxnreg)
+            EDGES_APART=edges_apart, num_warps=num_warps, maxnreg=maxnreg)
 
 
 def _exchange_grid(n_items, n_chunks, num_warps, programs_per_sm, device):

@@ -9,7 +9,7 @@ took as _row_tiles_fwd_kernel with the bfloat16 guard added; the probe now launc
 Exploration for tuning SOFTMAX_PLANS, not evidence: every variant is checked against float64 on every element,
 then timed as build.py --run times (CUDA-graph replays, L2 flushed), beside a copy of the same bytes.
 
-    python scripts/probe_row_tiles.py [tiles] [more] [dispatch] [compile] [odd] [odd32] [keep]
+    python scripts/probe_row_tiles.py [tiles] [more] [dispatch] [compile] [odd] [odd32] [keep] [edges]
     # on a CUDA machine; writes $OUT/probe_row_tiles.json
 """
 import sys
@@ -33,12 +33,14 @@ MORE_FP32_NS = [3000, 12800, 20000, 28000]
 MAX_VALUES_PER_THREAD = 128  # fp32 values a thread holds; past this the kernel spills
 
 
-def row_tiles_forward(tile, warps, load_evict="", keep_input=False, maxnreg=0):
+def row_tiles_forward(tile, warps, load_evict="", keep_input=False, maxnreg=0, vector_edges=False):
     """A forward callable for one (TILE, warps, load eviction policy) config of the row-tiles kernel, its row held
-    in x's own type with keep_input, under maxnreg registers a thread if given."""
+    in x's own type with keep_input, under maxnreg registers a thread if given, rows that are not whole vectors read
+    in whole vectors with vector_edges."""
     def run(x):
         y = torch.empty_like(x)
-        sm._forward_row_tiles(y, x, tile, warps, sm._forward_align(y, x), sm._log2_exp(x), keep_input, maxnreg)
+        sm._forward_row_tiles(y, x, tile, warps, sm._forward_align(y, x), sm._log2_exp(x), keep_input, maxnreg,
+                              vector_edges)
         return y
     return with_module(run, ROW_TILES_LOAD_EVICT=load_evict)
 
@@ -162,6 +164,25 @@ def keep_probe(out: list) -> None:
     forward_configs_probe("keep", [24000, 28000, 32768, 40000, 50000, 57344], variants, out, ["float16", "bfloat16"])
 
 
+def edges_probe(out: list) -> None:
+    """Round 50: rows that are not whole vectors on row-tiles read from their first 16-byte-aligned element in whole
+    vectors, against the table's element-wise row-tiles (to 28,001) and its rows and tile kernels beyond."""
+    element = ("row-tiles 2048 x 8 warps (the table)", row_tiles_forward(2048, 8, "evict_last"))
+    vector = [("vector edges, 2048 x 8 warps", row_tiles_forward(2048, 8, "evict_last", vector_edges=True)),
+              ("vector edges, 4096 x 8 warps", row_tiles_forward(4096, 8, "evict_last", vector_edges=True))]
+    capped = ("vector edges, 2048 x 8 warps, 128 registers",
+              row_tiles_forward(2048, 8, "evict_last", maxnreg=128, vector_edges=True))
+    kept = ("vector edges, kept, 4096 x 8 warps, 128 registers",
+            row_tiles_forward(4096, 8, "evict_last", True, 128, True))
+    forward_configs_probe("row-tiles-edges", [6001, 10001, 12801, 20001], [element] + vector, out,
+                          ["float16", "bfloat16"])
+    forward_configs_probe("row-tiles-edges", [24001, 28001], [element, vector[0], capped, kept], out,
+                          ["float16", "bfloat16"])
+    forward_configs_probe("row-tiles-edges", [30001, 40001, 50001], [kept], out, ["float16", "bfloat16"])
+    forward_configs_probe("row-tiles-edges", [3001, 10001], [element, vector[0]], out, ["float32"])
+
+
 if __name__ == "__main__":
     run_probes({"tiles": tiles_probe, "more": more_probe, "dispatch": dispatch_probe, "compile": compile_probe,
-                "odd": odd_probe, "odd32": odd32_probe, "keep": keep_probe}, sys.argv[1:] or ["tiles"], "probe_row_tiles.json")
+                "odd": odd_probe, "odd32": odd32_probe, "keep": keep_probe, "edges": edges_probe}, sys.argv[1:] or ["tiles"],
+               "probe_row_tiles.json")

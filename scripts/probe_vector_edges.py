@@ -4,7 +4,8 @@ the tile kernel for rows that are not whole vectors (notes/kernels.md, round 41:
 Exploration for tuning SOFTMAX_PLANS, not evidence: every variant is checked against float64 on every element,
 then timed as build.py --run times (CUDA-graph replays, L2 flushed), beside a copy of the same bytes.
 
-    python scripts/probe_vector_edges.py [stream] [tile] [edge] [segments] [knobs] [tile-edges]   # on a CUDA machine; $OUT/probe_vector_edges.json
+    python scripts/probe_vector_edges.py [stream] [tile] [edge] [segments] [knobs] [tile-edges] [edges-apart]
+    # on a CUDA machine; $OUT/probe_vector_edges.json
 
 "stream" and "tile" ran on commit 234aab7's kernels (vector edges off by default then); "edge" ran on 57463bf, whose
 kernels have TILE_STREAM_EDGE_PREFETCH (round 42, not adopted: it runs only there).
@@ -72,14 +73,32 @@ def segments_probe(out: list) -> None:
     forward_configs_probe("odd-segments", [100001], variants, out, ["float32"])
 
 
-def tile_kernel(vectors=2, unroll=2, vector_edges=True):
-    """The tile kernel (32 warps, one program an SM) with rows that are not whole vectors read in whole vectors."""
+def tile_kernel(vectors=2, unroll=2, vector_edges=True, edges_apart=False):
+    """The tile kernel (32 warps, one program an SM) with rows that are not whole vectors read in whole vectors, and
+    with edges_apart its edge tiles after unmasked inner ones."""
     def run(x):
         y = torch.empty_like(x)
         sm._forward_tile_online(y, x, vectors, 32, 1, sm._forward_align(y, x), unroll, sm._log2_exp(x),
-                                vector_edges=vector_edges)
+                                vector_edges=vector_edges, edges_apart=edges_apart)
         return y
     return run
+
+
+def edges_apart_probe(out: list) -> None:
+    """Round 50: the tile kernel's inner tiles unmasked, its edge tiles after them (EDGES_APART), odd and aligned
+    rows, with 1 vector a thread unrolled 4x for the aligned 2-byte rows as well."""
+    odd_2byte = [("edges apart, 1 vector, unroll 4", tile_kernel(1, 4, edges_apart=True)),
+                 ("edges apart, 2 vectors, unroll 2", tile_kernel(2, 2, edges_apart=True))]
+    forward_configs_probe("edges-apart", [40001, 65535, 100001, 131071], odd_2byte, out, ["float16", "bfloat16"])
+    aligned_2byte = [("1 vector, unroll 4", tile_kernel(1, 4)),
+                     ("edges apart, 1 vector, unroll 4", tile_kernel(1, 4, edges_apart=True)),
+                     ("edges apart, 2 vectors, unroll 2", tile_kernel(2, 2, edges_apart=True)),
+                     ("edges apart, 2 vectors, unroll 4", tile_kernel(2, 4, edges_apart=True))]
+    forward_configs_probe("edges-apart", [65536, 100000, 131072], aligned_2byte, out, ["float16", "bfloat16"])
+    forward_configs_probe("edges-apart", [50001, 65535], [("edges apart, 2 vectors, unroll 2", tile_kernel(
+        2, 2, edges_apart=True))], out, ["float32"])
+    forward_configs_probe("edges-apart", [65536], [("edges apart, 2 vectors, unroll 4", tile_kernel(
+        2, 4, edges_apart=True))], out, ["float32"])
 
 
 def tile_edges_probe(out: list) -> None:
@@ -95,5 +114,6 @@ def tile_edges_probe(out: list) -> None:
 
 if __name__ == "__main__":
     run_probes({"stream": stream_probe, "tile": tile_probe, "edge": edge_probe, "segments": segments_probe,
-                "knobs": knobs_probe, "tile-edges": tile_edges_probe}, sys.argv[1:] or ["stream", "tile"],
+                "knobs": knobs_probe, "tile-edges": tile_edges_probe, "edges-apart": edges_apart_probe},
+               sys.argv[1:] or ["stream", "tile"],
                "probe_vector_edges.json")

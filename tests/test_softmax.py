@@ -533,21 +533,43 @@ def test_rows_pipelined_kernel(view, programs_per_sm, num_stages, dtype):
 ROW_TILES_CONFIGS = [(64, 1), (128, 2), (512, 4)]
 
 
+def edge_test_input(view, dtype):
+    """(x, y, outside) for the kernels that read odd rows in whole vectors: x one of stream_views' views, or its
+    contiguous rows cut to 296 columns (37 whole vectors) or to 250 (odd, shorter); y its output, sitting in a
+    buffer poisoned with 1234.5 whose part outside y must keep it. For contiguous views y shares x's odd row stride
+    and base alignment, so odd rows can start at their first 16-byte-aligned element; the other views cannot
+    (col_slice: strides differ; unaligned_base: bases) or need not (whole_vectors)."""
+    views = stream_views(dtype)
+    cut = {"whole_vectors": 296, "short_odd": 250}
+    x = views["contiguous"][:, :cut[view]].contiguous() if view in cut else views[view]
+    if view in ("contiguous", "short_odd", "unaligned_base"):
+        lead = 3 if view == "unaligned_base" else 16 // x.element_size()
+        buffer = torch.full((x.numel() + lead + 16,), 1234.5, dtype=dtype, device=DEVICE)
+        y = buffer[lead:lead + x.numel()].view(x.shape)
+        outside = torch.cat([buffer[:lead], buffer[lead + x.numel():]])
+    else:
+        buffer = torch.full((x.shape[0], x.shape[1] + 16), 1234.5, dtype=dtype, device=DEVICE)
+        y = buffer[:, :x.shape[1]]
+        outside = buffer[:, x.shape[1]:]
+    return x, y, outside
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("view", ["contiguous", "col_slice", "unaligned_base", "whole_vectors"])
+@pytest.mark.parametrize("view", ["contiguous", "short_odd", "col_slice", "unaligned_base", "whole_vectors"])
 @pytest.mark.parametrize("tile,num_warps", ROW_TILES_CONFIGS)
 @pytest.mark.parametrize("keep_input", [False, True], ids=["float32_tiles", "kept_input"])
-def test_row_tiles_kernel(keep_input, view, tile, num_warps, dtype):
-    """Every element of each row written, and nothing past the row's end: the output rows sit in a wider
-    buffer poisoned with 1234.5, whose columns beyond them must keep it."""
-    views = stream_views(dtype)
-    x = views[view] if view != "whole_vectors" else views["contiguous"][:, :296].contiguous()  # 296 = 37 vectors
-    buffer = torch.full((x.shape[0], x.shape[1] + 16), 1234.5, dtype=dtype, device=DEVICE)
-    y = buffer[:, :x.shape[1]]
+@pytest.mark.parametrize("vector_edges", [False, True], ids=["element_edges", "vector_edges"])
+def test_row_tiles_kernel(vector_edges, keep_input, view, tile, num_warps, dtype):
+    """Every element of each row written, and nothing outside the rows (see edge_test_input). With vector_edges
+    the contiguous odd rows are read from their first 16-byte-aligned element, on one more vector's lanes: the
+    first tile and the last hang over the row's ends, and at 250 columns on tiles of 64 lanes (fp16: 5 tiles for
+    257 lanes) the one before the last too, in rows that start on a vector, while the last is then wholly outside."""
+    x, y, outside = edge_test_input(view, dtype)
     align = sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0))
-    sm._forward_row_tiles(y, x, tile, num_warps, align, sm._log2_exp(x), keep_input=keep_input)
+    sm._forward_row_tiles(y, x, tile, num_warps, align, sm._log2_exp(x), keep_input=keep_input,
+                          vector_edges=vector_edges)
     assert_softmax(y, x)
-    assert (buffer[:, x.shape[1]:] == 1234.5).all()
+    assert (outside == 1234.5).all()
 
 
 def test_row_tiles_take_whole_rows_in_equal_tiles(monkeypatch):
@@ -609,26 +631,17 @@ def test_stream_segments_and_grid():
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("vector_edges", [False, True], ids=["element_edges", "vector_edges"])
-@pytest.mark.parametrize("view", ["contiguous", "col_slice", "unaligned_base", "whole_vectors"])
-def test_tile_kernel(view, vector_edges, dtype):
+@pytest.mark.parametrize("view", ["contiguous", "short_odd", "col_slice", "unaligned_base", "whole_vectors"])
+@pytest.mark.parametrize("edges_apart", [False, True], ids=["edges_in_loop", "edges_apart"])
+def test_tile_kernel(edges_apart, view, vector_edges, dtype):
     """1 warp x 1 vector per step: 256 (fp16) or 128 (fp32) columns a step, 2-3 steps a row. The output rows sit in
     a wider buffer poisoned with 1234.5, and the columns beyond them must keep it. With vector_edges the odd rows
     whose tensors share a row stride and 16-byte-aligned bases (contiguous) start their steps at their first
     16-byte-aligned element; the others keep the per-element kernel (unaligned_base, col_slice) or take no edges
     (whole_vectors)."""
-    views = stream_views(dtype)
-    x = views[view] if view != "whole_vectors" else views["contiguous"][:, :296].contiguous()  # 296 = 37 vectors
-    if view in ("contiguous", "unaligned_base"):  # the output shares x's odd row stride and base alignment
-        lead = 16 // x.element_size() if view == "contiguous" else 3
-        buffer = torch.full((x.numel() + lead + 16,), 1234.5, dtype=dtype, device=DEVICE)
-        y = buffer[lead:lead + x.numel()].view(x.shape)
-        outside = torch.cat([buffer[:lead], buffer[lead + x.numel():]])
-    else:
-        buffer = torch.full((x.shape[0], x.shape[1] + 16), 1234.5, dtype=dtype, device=DEVICE)
-        y = buffer[:, :x.shape[1]]
-        outside = buffer[:, x.shape[1]:]
+    x, y, outside = edge_test_input(view, dtype)
     align = sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0))
-    sm._forward_tile_online(y, x, 1, 1, 2, align, vector_edges=vector_edges)
+    sm._forward_tile_online(y, x, 1, 1, 2, align, vector_edges=vector_edges, edges_apart=edges_apart)
     assert_softmax(y, x)
     assert (outside == 1234.5).all()
 
