@@ -1177,6 +1177,7 @@ class Plan(NamedTuple):
     slot_lanes: int = 16    # stream, tile-stream: the least width of the slot vector (see _segments_block)
     maxnreg: int = 0        # stream, row-tiles: registers a thread, passed to ptxas (0: ptxas chooses; see SOFTMAX_PLANS)
     keep_input: bool = False  # row-tiles: hold the row in the input's own type (see _row_tiles_softmax)
+    edges_apart: bool = False  # tile: inner tiles unmasked, the edge tiles after them (see _tile_online_fwd_kernel)
 
 
 # Short rows: tiles of ~4096 elements, so each program moves 8-16 KB and a thread holds 2-4
@@ -1310,18 +1311,23 @@ SOFTMAX_PLANS = (
     Plan("forward",      8191,        0,  0, "row-tiles",  1,  2048,     8,    0, partial_vectors=True),
     Plan("forward",      8192,        0,  0, "rows",       1,     0,    16,    0),
     Plan("forward",     16383,        0,  2, "row-tiles",  1,  4096,     8,    0,    0,      0, 1, True),
+    Plan("forward",     16383,        0,  2, "row-tiles",  1,  2048,     8,    0, partial_vectors=True, maxnreg=64,
+         keep_input=True),
     Plan("forward",     16383,        0,  0, "row-tiles",  1,  2048,     8,    0, partial_vectors=True),
     Plan("forward",     16384,        0,  0, "rows",       1,     0,    16,    0),
-    Plan("forward",     28000,        0,  2, "row-tiles",  1,  4096,     8,    0,    0,      0, 1, True),
-    Plan("forward",     28000,        0,  2, "row-tiles",  1,  2048,     8,    0, partial_vectors=True),
-    Plan("forward",     57344,        2,  2, "row-tiles",  1,  4096,     8,    0,    0,      0, 1, True, maxnreg=128,
+    Plan("forward",     20473,        0,  2, "row-tiles",  1,  2048,     8,    0, partial_vectors=True, maxnreg=64,
          keep_input=True),
+    Plan("forward",     28000,        0,  2, "row-tiles",  1,  4096,     8,    0,    0,      0, 1, True),
+    Plan("forward",     28000,        0,  2, "row-tiles",  1,  4096,     8,    0, partial_vectors=True, maxnreg=128,
+         keep_input=True),
+    Plan("forward",     57344,        2,  2, "row-tiles",  1,  4096,     8,    0, maxnreg=128, keep_input=True),
     Plan("forward",     24576,        0,  4, "row-tiles",  1,  4096,    16,    0),
     Plan("forward",     32768,        0,  0, "rows",       1,     0,    32,    0),
     Plan("forward",     40960,        2,  4, "row-tiles",  1,  8192,    32,    0,    0,      0, 1, True),
     Plan("forward",     65536,        2,  0, "tile",       2,     0,    32,    1,    0,      0, 4, True),
     Plan("forward",    131072,        2,  2, "tile",       2,     0,    32,    1,    0,      0, 2, True),
-    Plan("forward",    131072,        2,  2, "tile",       1,     0,    32,    1,    0,      0, 4, partial_vectors=True),
+    Plan("forward",    131072,        2,  2, "tile",       2,     0,    32,    1,    0,      0, 2, partial_vectors=True,
+         edges_apart=True),
     Plan("forward",     65536,        2,  4, "tile",       2,     0,    32,    1,    0,      0, 2, partial_vectors=True),
     Plan("forward",     65536,        0,  4, "exchange",   0,  4096,     8,    4),
     Plan("forward",  math.inf,        0,  2, "tile-stream", 2,    0,    32,    1,    0, 262144, one_warp_from=2),
@@ -1803,13 +1809,14 @@ def _run_forward_plan(y, x, plan, align):
     elif plan.path == "rows-pipelined":
         _forward_rows_pipelined(y, x, plan.num_warps, plan.programs_per_sm, plan.num_stages, align, log2)
     elif plan.path == "row-tiles":
-        _forward_row_tiles(y, x, plan.block_size, plan.num_warps, align, log2, plan.keep_input, plan.maxnreg)
+        _forward_row_tiles(y, x, plan.block_size, plan.num_warps, align, log2, plan.keep_input, plan.maxnreg,
+                           vector_edges=True)
     elif plan.path == "online":
         n_programs = min(n_rows, plan.programs_per_sm * _sm_count(x.device))
         _forward_online(y, x, plan.block_size, plan.num_warps, n_programs, align)
     elif plan.path == "tile":
         _forward_tile_online(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm, align, plan.unroll,
-                             log2, vector_edges=plan.partial_vectors)
+                             log2, vector_edges=plan.partial_vectors, edges_apart=plan.edges_apart)
     elif plan.path == "exchange":
         _forward_exchange(y, x, plan.block_size, plan.num_warps, plan.programs_per_sm, align)
     else:

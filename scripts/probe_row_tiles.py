@@ -9,7 +9,7 @@ took as _row_tiles_fwd_kernel with the bfloat16 guard added; the probe now launc
 Exploration for tuning SOFTMAX_PLANS, not evidence: every variant is checked against float64 on every element,
 then timed as build.py --run times (CUDA-graph replays, L2 flushed), beside a copy of the same bytes.
 
-    python scripts/probe_row_tiles.py [tiles] [more] [dispatch] [compile] [odd] [odd32] [keep] [edges]
+    python scripts/probe_row_tiles.py [tiles] [more] [dispatch] [compile] [odd] [odd32] [keep] [edges] [edges-more]
     # on a CUDA machine; writes $OUT/probe_row_tiles.json
 """
 import sys
@@ -182,7 +182,32 @@ def edges_probe(out: list) -> None:
     forward_configs_probe("row-tiles-edges", [3001, 10001], [element, vector[0]], out, ["float32"])
 
 
+def edges_more_probe(out: list) -> None:
+    """Round 50, after the H200's first probe: odd 2-byte rows of 12k-24k, where vector edges at 3 programs an SM or
+    fewer lost, with the row kept in its type or capped at 64 registers (4 programs an SM); whole-vector 2-byte rows
+    kept at 64 registers ("Next" 2); odd fp32 rows of 40k-50k on row-tiles of 8,192 lanes on 32 warps."""
+    variants = [("row-tiles 2048 x 8 warps (the table)", row_tiles_forward(2048, 8, "evict_last")),
+                ("vector edges, 2048 x 8 warps, 64 registers", row_tiles_forward(2048, 8, "evict_last", False, 64, True)),
+                ("vector edges, kept, 2048 x 8 warps, 64 registers",
+                 row_tiles_forward(2048, 8, "evict_last", True, 64, True)),
+                ("vector edges, kept, 4096 x 8 warps, 64 registers",
+                 row_tiles_forward(4096, 8, "evict_last", True, 64, True)),
+                ("vector edges, kept, 4096 x 8 warps, 128 registers",
+                 row_tiles_forward(4096, 8, "evict_last", True, 128, True)),
+                ("vector edges, 4096 x 8 warps", row_tiles_forward(4096, 8, "evict_last", vector_edges=True))]
+    forward_configs_probe("row-tiles-edges-more", [12801, 16001, 20001, 24001], variants, out, ["float16", "bfloat16"])
+    forward_configs_probe("row-tiles-edges-more", [12800, 20000, 24000], [
+        ("kept, 4096 x 8 warps, 64 registers", row_tiles_forward(4096, 8, "evict_last", True, 64)),
+        ("kept, 2048 x 8 warps, 64 registers", row_tiles_forward(2048, 8, "evict_last", True, 64))], out,
+        ["float16", "bfloat16"])
+    forward_configs_probe("row-tiles-edges-more", [40001, 50001], [
+        ("row-tiles 8192 x 32 warps", row_tiles_forward(8192, 32, "evict_last")),
+        ("vector edges, 8192 x 32 warps", row_tiles_forward(8192, 32, "evict_last", vector_edges=True))], out,
+        ["float32"])
+
+
 if __name__ == "__main__":
     run_probes({"tiles": tiles_probe, "more": more_probe, "dispatch": dispatch_probe, "compile": compile_probe,
-                "odd": odd_probe, "odd32": odd32_probe, "keep": keep_probe, "edges": edges_probe}, sys.argv[1:] or ["tiles"],
+                "odd": odd_probe, "odd32": odd32_probe, "keep": keep_probe, "edges": edges_probe,
+                "edges-more": edges_more_probe}, sys.argv[1:] or ["tiles"],
                "probe_row_tiles.json")

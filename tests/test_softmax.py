@@ -85,6 +85,12 @@ def reference_grad(x, dy, dim=-1):
 MAX_BOUNDARY_COLS = 65536
 
 
+def covers(earlier, plan):
+    """Whether the earlier SOFTMAX_PLANS row takes every shape that plan would (for an element size both serve)."""
+    return (earlier.max_cols >= plan.max_cols and earlier.min_rows_per_sm <= plan.min_rows_per_sm
+            and (plan.whole_vectors or not earlier.whole_vectors) and (plan.partial_vectors or not earlier.partial_vectors))
+
+
 def plan_cases(op, dtype):
     """(plan, n_rows, n_cols) hitting every SOFTMAX_PLANS row of op for dtype's element size at its
     max_cols and one past the row before."""
@@ -92,6 +98,8 @@ def plan_cases(op, dtype):
     elem_bytes = dtype.itemsize
     cases, plans = [], [p for p in sm.SOFTMAX_PLANS if p.op == op and p.elem_bytes in (0, elem_bytes)]
     for i, plan in enumerate(plans):
+        if any(covers(p, plan) for p in plans[:i]):  # no shape of this element size reaches the row
+            continue
         # the band starts past the largest smaller max_cols of an earlier row
         lower = max([int(p.max_cols) for p in plans[:i] if p.max_cols < plan.max_cols], default=0)
         if plan.path == "rows":  # several programs, the last one with rows past the end
@@ -123,34 +131,56 @@ def contiguous_align(n_cols, dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
-@pytest.mark.parametrize("n_cols", [5_001, 8_193, 10_001, 14_332, 16_385, 20_002, 27_996, 28_001, 30_004, 32_767])
-def test_rows_not_of_whole_vectors_take_smaller_row_tiles_or_rows(n_cols, dtype):
-    """2-byte rows of 4k-28k columns that are not whole 16-byte vectors take row-tiles with tiles of 2,048 lanes,
-    where whole-vector rows take 4,096 (round 46: the scalar accesses cost registers); from 28,001 they stay on
-    the whole-row kernel (round 9: the pipelined kernel trails there), where whole-vector rows take row-tiles in
-    their own type, two programs an SM (round 49)."""
+@pytest.mark.parametrize("n_cols", [5_001, 8_193, 10_001, 14_332, 16_385, 20_002, 20_473, 20_474, 27_996, 28_001,
+                                    30_004, 32_767, 40_001, 57_343])
+def test_rows_not_of_whole_vectors_take_row_tiles_in_whole_vectors(n_cols, dtype):
+    """2-byte rows of 4k-57k columns that are not whole 16-byte vectors take row-tiles, read in whole vectors from
+    their first aligned element (round 50): to 8,191 tiles of 2,048 lanes in float32; to 10 such tiles (20,473
+    columns and the vector's lanes) held in their own type under 64 registers, four programs an SM; beyond, as
+    whole-vector rows from 28,001 do: tiles of 4,096 in their own type under 128 registers (round 49)."""
     plan = sm._select_plan("forward", 10**6, n_cols, dtype.itemsize, DEVICE, contiguous_align(n_cols, dtype))
     aligned = sm._select_plan("forward", 10**6, -(-n_cols // 8) * 8, dtype.itemsize, DEVICE, 8)
+    assert plan.path == "row-tiles" and not plan.whole_vectors
+    if n_cols <= 8191:
+        assert (plan.block_size, plan.keep_input) == (2048, False)
+    elif n_cols <= 20473:
+        assert (plan.block_size, plan.keep_input, plan.maxnreg) == (2048, True, 64)
+    else:
+        assert (plan.block_size, plan.keep_input, plan.maxnreg) == (4096, True, 128)
     if n_cols <= 28000:
-        assert (plan.path, plan.block_size, plan.whole_vectors) == ("row-tiles", 2048, False)
         assert (aligned.path, aligned.block_size, aligned.keep_input) == ("row-tiles", 4096, False)
     else:
-        assert plan.path == "rows" and (aligned.path, aligned.keep_input, aligned.maxnreg) == ("row-tiles", True, 128)
+        assert aligned == plan
+
+
+def test_row_tiles_read_rows_not_of_whole_vectors_in_whole_vectors(monkeypatch):
+    """The dispatcher's row-tiles launches ask for vector edges: they compile for odd rows whose tensors share a row
+    stride and 16-byte-aligned bases, on one more vector's lanes (10,001 columns: 5 tiles of 2,048), and not for
+    whole-vector rows or a column-sliced input."""
+    launched = []
+    monkeypatch.setattr(sm, "_launch", lambda kernel, grid, *args, **kwargs: launched.append(
+        (kwargs["VECTOR_EDGES"], kwargs["N_TILES"])))
+    base = make_input((4, 10_009), torch.float16)
+    for x in (base[:, :10_001].contiguous(), base[:, :10_000].contiguous(), base[:, :10_001]):
+        sm.softmax_forward(x)
+    assert launched == [(True, 5), (False, 3), (False, 5)]
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32], ids=str)
 @pytest.mark.parametrize("n_cols", [32_769, 40_001, 57_345, 65_535, 100_001, 131_071, 131_073])
 def test_long_rows_not_of_whole_vectors_take_the_tile_kernel_in_whole_vectors(n_cols, dtype):
-    """Rows of 32k-131k 2-byte or 32k-65k fp32 columns that are not whole 16-byte vectors take the tile kernel with
-    vector edges (round 48: +16% to +36% over tile-stream's one-segment rows on the H200), with one vector a thread
-    for 2-byte rows (two spill, with the edge selects); longer ones tile-stream, as rows with few rows an SM (fp32 to
-    65,536 of those: exchange)."""
+    """Rows of 57k-131k 2-byte or 32k-65k fp32 columns that are not whole 16-byte vectors take the tile kernel with
+    vector edges (round 48: +16% to +36% over tile-stream's one-segment rows on the H200), two vectors a thread;
+    2-byte rows with their edge tiles apart from the unmasked inner ones (round 51: +3% to +9%); shorter 2-byte rows
+    row-tiles (round 50), longer ones tile-stream, as rows with few rows an SM (fp32 to 65,536 of those: exchange)."""
     vec = 16 // dtype.itemsize
     plan = sm._select_plan("forward", 10**6, n_cols, dtype.itemsize, DEVICE, contiguous_align(n_cols, dtype))
     few = sm._select_plan("forward", 1, n_cols, dtype.itemsize, DEVICE, contiguous_align(n_cols, dtype))
     assert n_cols % vec and few.path == ("exchange" if vec == 4 and n_cols <= 65536 else "tile-stream")
-    if n_cols <= (131072 if vec == 8 else 65536):
-        assert (plan.path, plan.partial_vectors, plan.rows_per_program) == ("tile", True, 1 if vec == 8 else 2)
+    if vec == 8 and n_cols <= 57344:
+        assert (plan.path, plan.keep_input) == ("row-tiles", True)
+    elif n_cols <= (131072 if vec == 8 else 65536):
+        assert (plan.path, plan.partial_vectors, plan.rows_per_program, plan.edges_apart) == ("tile", True, 2, vec == 8)
     else:
         assert plan.path == "tile-stream"
     # rows of whole vectors there keep their own rows: row-tiles where a row fits the registers, then the tile kernel
@@ -300,31 +330,39 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 import kernels.triton_softmax as sm
 aligned = {(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]}  # as the launch's 16-byte bases
-for dtype, align, tile, warps in (("fp16", 8, 4096, 8), ("fp16", 1, 2048, 8), ("fp32", 4, 4096, 16)):
+for dtype, align, tile, warps, vector_edges in (("fp16", 8, 4096, 8, False), ("fp16", 1, 2048, 8, False),
+                                               ("fp32", 4, 4096, 16, False), ("fp16", 1, 2048, 8, True)):
     signature = {"output_ptr": "*" + dtype, "input_ptr": "*" + dtype, "input_row_stride": "i32",
                  "output_row_stride": "i32", "n_cols": "i32", "N_TILES": "constexpr", "TILE": "constexpr",
                  "ALIGN": "constexpr", "LOAD_EVICT": "constexpr", "LOG2": "constexpr", "GUARD": "constexpr",
-                 "KEEP_INPUT": "constexpr", "PTX": "constexpr"}
-    constexprs = dict(N_TILES=3, TILE=tile, ALIGN=align, LOAD_EVICT="evict_last", LOG2=dtype == "fp16", GUARD=False,
-                      KEEP_INPUT=False, PTX=True)
+                 "KEEP_INPUT": "constexpr", "PTX": "constexpr", "VEC": "constexpr", "VECTOR_EDGES": "constexpr"}
+    constexprs = dict(N_TILES=5 if vector_edges else 3, TILE=tile, ALIGN=align, LOAD_EVICT="evict_last",
+                      LOG2=dtype == "fp16", GUARD=False, KEEP_INPUT=False, PTX=True, VEC=8 if vector_edges else 1,
+                      VECTOR_EDGES=vector_edges)
     kernel = triton.compile(ASTSource(fn=sm._row_tiles_fwd_kernel, signature=signature, constexprs=constexprs,
                                       attrs=aligned), target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
     ptx = kernel.asm["ptx"]
     print(tile // (32 * warps), len(re.findall(r"ld[.]global[.a-zA-Z0-9:_]*[.]v4[.]b32 ", ptx)),
-          len(re.findall(r"st[.]global[.a-zA-Z0-9:_]*[.]v4[.]b32 ", ptx)), ptx.count("ex2.approx"))
+          len(re.findall(r"st[.]global[.a-zA-Z0-9:_]*[.]v4[.]b32 ", ptx)), ptx.count("ex2.approx"),
+          len(re.findall(r"ld[.]global[.a-zA-Z0-9:_]*[.]b16 ", ptx)))
 """
 
 
 def test_row_tiles_take_one_exp_an_element_on_hopper():
     """Compiled for sm_90, a row-tiles program of 3 tiles takes one ex2 per element a thread holds (the rows kernel's
     count, where the tile kernels take two), and moves whole rows in 16-byte vectors (2 a thread a tile of 4,096
-    2-byte lanes on 8 warps, 1 of 4,096 fp32 lanes on 16), none where the row is not whole vectors (ALIGN 1)."""
-    lines = compiled_for_hopper(ROW_TILES_COMPILE).split("\n")[-4:-1]
-    (per_thread, loads, stores, exps), (odd_per_thread, odd_loads, odd_stores, odd_exps), fp32 = (
+    2-byte lanes on 8 warps, 1 of 4,096 fp32 lanes on 16), none where the row is not whole vectors (ALIGN 1), unless
+    it is read from its first aligned element (VECTOR_EDGES, 5 tiles): then every tile in 16-byte vectors (the one
+    before the last twice, for its run-time test), and only the two straddling vectors element by element."""
+    lines = compiled_for_hopper(ROW_TILES_COMPILE).split("\n")[-5:-1]
+    (per_thread, loads, stores, exps, _), (odd_per_thread, odd_loads, odd_stores, odd_exps, _), fp32, edges = (
         [int(v) for v in line.split()] for line in lines)
     assert exps == 3 * per_thread and loads == stores == 3 * per_thread // 8
     assert odd_exps == 3 * odd_per_thread and odd_loads == odd_stores == 0
     assert fp32[3] == 3 * fp32[0] and fp32[1] == fp32[2] == 3 * fp32[0] // 4
+    edge_per_thread, edge_loads, edge_stores, edge_exps, edge_scalar_loads = edges
+    assert edge_loads == edge_stores == 6 * edge_per_thread // 8 and edge_scalar_loads == 2
+    assert edge_exps == 5 * edge_per_thread + 2
 
 
 ROWS_BACKWARD_COMPILE = """
