@@ -191,12 +191,17 @@ def _row_tile_edge_load(input_row, first_col, n_cols, k, TILE: tl.constexpr, VEC
 
 
 @triton.jit
-def _row_tile_edge_store(output_row, y, first_col, n_cols, k, TILE: tl.constexpr, VEC: tl.constexpr):
+def _row_tile_edge_store(output_row, y, first_col, n_cols, k, TILE: tl.constexpr, VEC: tl.constexpr,
+                         STRADDLE: tl.constexpr = 0):
     """Store tile k of a row that hangs over one of its ends, from its aligned base: the vectors wholly inside the
-    row (_write_vector writes the two that straddle its ends)."""
+    row (_write_vector writes the two that straddle its ends, or with STRADDLE 2 this tile, element by element)."""
     cols = tl.arange(0, TILE)
     vector_first = first_col + k * TILE + cols // VEC * VEC
-    tl.store(output_row + k * TILE + cols, y, mask=(vector_first >= 0) & (vector_first <= n_cols - VEC))
+    inside = (vector_first >= 0) & (vector_first <= n_cols - VEC)
+    tl.store(output_row + k * TILE + cols, y, mask=inside)
+    if STRADDLE == 2:
+        row_cols = first_col + k * TILE + cols
+        tl.store(output_row + k * TILE + cols, y, mask=(row_cols >= 0) & (row_cols < n_cols) & ~inside)
 
 
 @triton.jit
@@ -220,14 +225,14 @@ def _row_tile_load(input_row, first_col, n_cols, k, N_TILES: tl.constexpr, TILE:
 
 @triton.jit
 def _row_tile_store(output_row, y, first_col, n_cols, k, N_TILES: tl.constexpr, TILE: tl.constexpr,
-                    VEC: tl.constexpr):
+                    VEC: tl.constexpr, STRADDLE: tl.constexpr = 0):
     """Store tile k of N_TILES of a row from its aligned base, the tiles that may hang over its ends as
     _row_tile_load reads them."""
     if k == 0 or k == N_TILES - 1:
-        _row_tile_edge_store(output_row, y, first_col, n_cols, k, TILE, VEC)
+        _row_tile_edge_store(output_row, y, first_col, n_cols, k, TILE, VEC, STRADDLE)
     elif k == N_TILES - 2:
         if first_col + (k + 1) * TILE > n_cols:
-            _row_tile_edge_store(output_row, y, first_col, n_cols, k, TILE, VEC)
+            _row_tile_edge_store(output_row, y, first_col, n_cols, k, TILE, VEC, STRADDLE)
         else:
             tl.store(output_row + k * TILE + tl.arange(0, TILE), y)
     else:
@@ -238,7 +243,7 @@ def _row_tile_store(output_row, y, first_col, n_cols, k, N_TILES: tl.constexpr, 
 def _row_tiles_softmax(output_row, input_row, n_cols, N_TILES: tl.constexpr, TILE: tl.constexpr,
                        LOAD_EVICT: tl.constexpr, LOG2: tl.constexpr, GUARD: tl.constexpr, KEEP_INPUT: tl.constexpr = False,
                        PTX: tl.constexpr = False, first_col=0, VEC: tl.constexpr = 1,
-                       VECTOR_EDGES: tl.constexpr = False):
+                       VECTOR_EDGES: tl.constexpr = False, STRADDLE: tl.constexpr = 0):
     """Softmax of one whole row held in registers as N_TILES tiles of TILE lanes: one read, one write, one exp
     an element. The rows kernel pads a row to next_pow2(n_cols) lanes, and padded lanes cost their exp, max and
     sum too; here only the last tile is padded, and the tiles are combined lane by lane before one max and one
@@ -253,6 +258,13 @@ def _row_tiles_softmax(output_row, input_row, n_cols, N_TILES: tl.constexpr, TIL
     in_type: tl.constexpr = input_row.dtype.element_ty
     keep_max: tl.constexpr = KEEP_INPUT and (in_type == tl.float16 or (in_type == tl.bfloat16 and PTX))
     lane_max = tl.full([TILE], float("-inf"), in_type if keep_max else tl.float32)
+    if VECTOR_EDGES and STRADDLE == 1:  # the straddling vectors read first, so their latency hides behind the row's
+        first_offsets = tl.arange(0, VEC)
+        first_mask = (first_col + first_offsets >= 0) & (first_col + first_offsets < n_cols)
+        first_x = tl.load(input_row + first_offsets, mask=first_mask, other=float("-inf")).to(tl.float32)
+        last_offsets = (n_cols - 1 - first_col) // VEC * VEC + tl.arange(0, VEC)
+        last_mask = (first_col + last_offsets >= 0) & (first_col + last_offsets < n_cols)
+        last_x = tl.load(input_row + last_offsets, mask=last_mask, other=float("-inf")).to(tl.float32)
     for k in tl.static_range(N_TILES):
         if VECTOR_EDGES:
             x = _row_tile_load(input_row, first_col, n_cols, k, N_TILES, TILE, VEC, LOAD_EVICT)
@@ -302,12 +314,18 @@ def _row_tiles_softmax(output_row, input_row, n_cols, N_TILES: tl.constexpr, TIL
             y = numerators[k] * inv_row_sum
         y = y.to(output_row.dtype.element_ty)
         if VECTOR_EDGES:
-            _row_tile_store(output_row, y, first_col, n_cols, k, N_TILES, TILE, VEC)
+            _row_tile_store(output_row, y, first_col, n_cols, k, N_TILES, TILE, VEC, STRADDLE)
         elif k == N_TILES - 1:
             tl.store(output_row + k * TILE + cols, y, mask=k * TILE + cols < n_cols)
         else:
             tl.store(output_row + k * TILE + cols, y)
-    if VECTOR_EDGES:  # the vectors holding column 0 and column n_cols - 1 (a whole one is written twice, alike)
+    if VECTOR_EDGES and STRADDLE == 1:
+        row_max_in_domain = scaled_max if LOG2 else row_max
+        tl.store(output_row + first_offsets, _normalized(first_x, row_max_in_domain, inv_row_sum, LOG2, scale).to(
+            output_row.dtype.element_ty), mask=first_mask)
+        tl.store(output_row + last_offsets, _normalized(last_x, row_max_in_domain, inv_row_sum, LOG2, scale).to(
+            output_row.dtype.element_ty), mask=last_mask)
+    if VECTOR_EDGES and STRADDLE == 0:  # the vectors holding column 0 and column n_cols - 1 (a whole one is written twice, alike)
         row_max_in_domain = scaled_max if LOG2 else row_max
         _write_vector(output_row, input_row, 0, 0, first_col, n_cols, 0, row_max_in_domain, inv_row_sum, VEC, LOG2,
                       scale)
@@ -319,7 +337,8 @@ def _row_tiles_softmax(output_row, input_row, n_cols, N_TILES: tl.constexpr, TIL
 def _row_tiles_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_cols,
                           N_TILES: tl.constexpr, TILE: tl.constexpr, ALIGN: tl.constexpr, LOAD_EVICT: tl.constexpr = "",
                           LOG2: tl.constexpr = False, GUARD: tl.constexpr = False, KEEP_INPUT: tl.constexpr = False,
-                          PTX: tl.constexpr = False, VEC: tl.constexpr = 1, VECTOR_EDGES: tl.constexpr = False):
+                          PTX: tl.constexpr = False, VEC: tl.constexpr = 1, VECTOR_EDGES: tl.constexpr = False,
+                          STRADDLE: tl.constexpr = 0):
     """_row_tiles_softmax of row program_id (VECTOR_EDGES: both tensors share one row stride and 16-byte-aligned
     bases, and N_TILES * TILE >= n_cols + VEC - 1)."""
     n_cols = n_cols // ALIGN * ALIGN
@@ -328,7 +347,7 @@ def _row_tiles_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_st
     in_base, out_base, first_col, _ = _row_bases(tl.program_id(0), input_row_stride, output_row_stride, n_cols, TILE,
                                                  VEC if VECTOR_EDGES else 1)
     _row_tiles_softmax(output_ptr + out_base, input_ptr + in_base, n_cols, N_TILES, TILE, LOAD_EVICT, LOG2, GUARD,
-                       KEEP_INPUT, PTX, first_col, VEC, VECTOR_EDGES)
+                       KEEP_INPUT, PTX, first_col, VEC, VECTOR_EDGES, STRADDLE)
 
 
 @triton.jit
@@ -1538,7 +1557,8 @@ def _forward_rows_pipelined(y, x, num_warps, programs_per_sm, num_stages, align,
             GUARD=_log2_guard(x, log2), num_warps=num_warps)
 
 
-def _forward_row_tiles(y, x, tile, num_warps, align, log2=False, keep_input=False, maxnreg=0, vector_edges=False):
+def _forward_row_tiles(y, x, tile, num_warps, align, log2=False, keep_input=False, maxnreg=0, vector_edges=False,
+                       straddle=0):
     """Launch the row-tiles forward: one program a row, held as cdiv(n_cols, tile) tiles of tile lanes (in x's own
     type with keep_input, under maxnreg registers a thread if given); with vector_edges, rows that are not whole
     vectors are read in whole vectors where the tensors allow it, on one more vector's lanes (see
@@ -1549,7 +1569,8 @@ def _forward_row_tiles(y, x, tile, num_warps, align, log2=False, keep_input=Fals
     lanes = n_cols + vec - 1 if vector_edges else n_cols
     _launch(_row_tiles_fwd_kernel, (n_rows,), y, x, x.stride(0), y.stride(0), n_cols, N_TILES=triton.cdiv(lanes, tile),
             TILE=tile, ALIGN=align, LOAD_EVICT=ROW_TILES_LOAD_EVICT, LOG2=log2, GUARD=_log2_guard(x, log2),
-            KEEP_INPUT=keep_input, PTX=_inline_ptx(x), VEC=vec, VECTOR_EDGES=vector_edges, num_warps=num_warps,
+            KEEP_INPUT=keep_input, PTX=_inline_ptx(x), VEC=vec, VECTOR_EDGES=vector_edges, STRADDLE=straddle,
+            num_warps=num_warps,
             **({"maxnreg": maxnreg} if maxnreg else {}))
 
 

@@ -596,8 +596,9 @@ def edge_test_input(view, dtype):
 @pytest.mark.parametrize("view", ["contiguous", "short_odd", "col_slice", "unaligned_base", "whole_vectors"])
 @pytest.mark.parametrize("tile,num_warps", ROW_TILES_CONFIGS)
 @pytest.mark.parametrize("keep_input", [False, True], ids=["float32_tiles", "kept_input"])
-@pytest.mark.parametrize("vector_edges", [False, True], ids=["element_edges", "vector_edges"])
-def test_row_tiles_kernel(vector_edges, keep_input, view, tile, num_warps, dtype):
+@pytest.mark.parametrize("vector_edges,straddle", [(False, 0), (True, 0), (True, 1), (True, 2)],
+                         ids=["element_edges", "vector_edges", "straddle_first", "straddle_in_tile"])
+def test_row_tiles_kernel(vector_edges, straddle, keep_input, view, tile, num_warps, dtype):
     """Every element of each row written, and nothing outside the rows (see edge_test_input). With vector_edges
     the contiguous odd rows are read from their first 16-byte-aligned element, on one more vector's lanes: the
     first tile and the last hang over the row's ends, and at 250 columns on tiles of 64 lanes (fp16: 5 tiles for
@@ -605,7 +606,7 @@ def test_row_tiles_kernel(vector_edges, keep_input, view, tile, num_warps, dtype
     x, y, outside = edge_test_input(view, dtype)
     align = sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0))
     sm._forward_row_tiles(y, x, tile, num_warps, align, sm._log2_exp(x), keep_input=keep_input,
-                          vector_edges=vector_edges)
+                          vector_edges=vector_edges, straddle=straddle)
     assert_softmax(y, x)
     assert (outside == 1234.5).all()
 
