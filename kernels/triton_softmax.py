@@ -191,17 +191,13 @@ def _row_tile_edge_load(input_row, first_col, n_cols, k, TILE: tl.constexpr, VEC
 
 
 @triton.jit
-def _row_tile_edge_store(output_row, y, first_col, n_cols, k, TILE: tl.constexpr, VEC: tl.constexpr,
-                         STRADDLE: tl.constexpr = 0):
+def _row_tile_edge_store(output_row, y, first_col, n_cols, k, TILE: tl.constexpr, VEC: tl.constexpr):
     """Store tile k of a row that hangs over one of its ends, from its aligned base: the vectors wholly inside the
-    row (_write_vector writes the two that straddle its ends, or with STRADDLE 2 this tile, element by element)."""
+    row (the two that straddle its ends are written element by element apart: see _row_tiles_softmax). (Storing
+    them here too, under a second, per-element mask, lost 1-10% on the H200: notes/kernels.md, round 52.)"""
     cols = tl.arange(0, TILE)
     vector_first = first_col + k * TILE + cols // VEC * VEC
-    inside = (vector_first >= 0) & (vector_first <= n_cols - VEC)
-    tl.store(output_row + k * TILE + cols, y, mask=inside)
-    if STRADDLE == 2:
-        row_cols = first_col + k * TILE + cols
-        tl.store(output_row + k * TILE + cols, y, mask=(row_cols >= 0) & (row_cols < n_cols) & ~inside)
+    tl.store(output_row + k * TILE + cols, y, mask=(vector_first >= 0) & (vector_first <= n_cols - VEC))
 
 
 @triton.jit
@@ -225,14 +221,14 @@ def _row_tile_load(input_row, first_col, n_cols, k, N_TILES: tl.constexpr, TILE:
 
 @triton.jit
 def _row_tile_store(output_row, y, first_col, n_cols, k, N_TILES: tl.constexpr, TILE: tl.constexpr,
-                    VEC: tl.constexpr, STRADDLE: tl.constexpr = 0):
+                    VEC: tl.constexpr):
     """Store tile k of N_TILES of a row from its aligned base, the tiles that may hang over its ends as
     _row_tile_load reads them."""
     if k == 0 or k == N_TILES - 1:
-        _row_tile_edge_store(output_row, y, first_col, n_cols, k, TILE, VEC, STRADDLE)
+        _row_tile_edge_store(output_row, y, first_col, n_cols, k, TILE, VEC)
     elif k == N_TILES - 2:
         if first_col + (k + 1) * TILE > n_cols:
-            _row_tile_edge_store(output_row, y, first_col, n_cols, k, TILE, VEC, STRADDLE)
+            _row_tile_edge_store(output_row, y, first_col, n_cols, k, TILE, VEC)
         else:
             tl.store(output_row + k * TILE + tl.arange(0, TILE), y)
     else:
@@ -243,7 +239,7 @@ def _row_tile_store(output_row, y, first_col, n_cols, k, N_TILES: tl.constexpr, 
 def _row_tiles_softmax(output_row, input_row, n_cols, N_TILES: tl.constexpr, TILE: tl.constexpr,
                        LOAD_EVICT: tl.constexpr, LOG2: tl.constexpr, GUARD: tl.constexpr, KEEP_INPUT: tl.constexpr = False,
                        PTX: tl.constexpr = False, first_col=0, VEC: tl.constexpr = 1,
-                       VECTOR_EDGES: tl.constexpr = False, STRADDLE: tl.constexpr = 0):
+                       VECTOR_EDGES: tl.constexpr = False, STRADDLE_FIRST: tl.constexpr = False):
     """Softmax of one whole row held in registers as N_TILES tiles of TILE lanes: one read, one write, one exp
     an element. The rows kernel pads a row to next_pow2(n_cols) lanes, and padded lanes cost their exp, max and
     sum too; here only the last tile is padded, and the tiles are combined lane by lane before one max and one
@@ -252,19 +248,17 @@ def _row_tiles_softmax(output_row, input_row, n_cols, N_TILES: tl.constexpr, TIL
     VECTOR_EDGES (rows that are not whole vectors): the row's lanes start at its first VEC-aligned element, first_col
     in (-VEC, 0] (see _row_bases), so every access is a whole vector; the tiles that hang over an end of the row read
     the vectors holding any of its columns and set the rest to -inf in registers (see _load_edge), and store the
-    vectors wholly inside the row, the two straddling ones element by element after them (see _write_vector)."""
+    vectors wholly inside the row, the two straddling ones element by element after them (see _write_vector), or,
+    with STRADDLE_FIRST, read before the row's tiles, so that their reads wait beside the row's (round 52)."""
     cols = tl.arange(0, TILE)
     tiles = ()  # unrolled at compile time: tiles[k] is the row's columns [k * TILE, (k + 1) * TILE)
     in_type: tl.constexpr = input_row.dtype.element_ty
     keep_max: tl.constexpr = KEEP_INPUT and (in_type == tl.float16 or (in_type == tl.bfloat16 and PTX))
     lane_max = tl.full([TILE], float("-inf"), in_type if keep_max else tl.float32)
-    if VECTOR_EDGES and STRADDLE == 1:  # the straddling vectors read first, so their latency hides behind the row's
-        first_offsets = tl.arange(0, VEC)
-        first_mask = (first_col + first_offsets >= 0) & (first_col + first_offsets < n_cols)
-        first_x = tl.load(input_row + first_offsets, mask=first_mask, other=float("-inf")).to(tl.float32)
-        last_offsets = (n_cols - 1 - first_col) // VEC * VEC + tl.arange(0, VEC)
-        last_mask = (first_col + last_offsets >= 0) & (first_col + last_offsets < n_cols)
-        last_x = tl.load(input_row + last_offsets, mask=last_mask, other=float("-inf")).to(tl.float32)
+    last_start = (n_cols - 1 - first_col) // VEC * VEC  # the vector holding column n_cols - 1 (VECTOR_EDGES)
+    if VECTOR_EDGES and STRADDLE_FIRST:
+        first_offsets, first_mask, first_x = _read_vector(input_row, 0, first_col, n_cols, 0, VEC)
+        last_offsets, last_mask, last_x = _read_vector(input_row, 0, first_col, n_cols, last_start, VEC)
     for k in tl.static_range(N_TILES):
         if VECTOR_EDGES:
             x = _row_tile_load(input_row, first_col, n_cols, k, N_TILES, TILE, VEC, LOAD_EVICT)
@@ -314,23 +308,18 @@ def _row_tiles_softmax(output_row, input_row, n_cols, N_TILES: tl.constexpr, TIL
             y = numerators[k] * inv_row_sum
         y = y.to(output_row.dtype.element_ty)
         if VECTOR_EDGES:
-            _row_tile_store(output_row, y, first_col, n_cols, k, N_TILES, TILE, VEC, STRADDLE)
+            _row_tile_store(output_row, y, first_col, n_cols, k, N_TILES, TILE, VEC)
         elif k == N_TILES - 1:
             tl.store(output_row + k * TILE + cols, y, mask=k * TILE + cols < n_cols)
         else:
             tl.store(output_row + k * TILE + cols, y)
-    if VECTOR_EDGES and STRADDLE == 1:
+    if VECTOR_EDGES:  # the vectors holding columns 0 and n_cols - 1 (a whole one is written twice, alike)
+        if not STRADDLE_FIRST:
+            first_offsets, first_mask, first_x = _read_vector(input_row, 0, first_col, n_cols, 0, VEC)
+            last_offsets, last_mask, last_x = _read_vector(input_row, 0, first_col, n_cols, last_start, VEC)
         row_max_in_domain = scaled_max if LOG2 else row_max
-        tl.store(output_row + first_offsets, _normalized(first_x, row_max_in_domain, inv_row_sum, LOG2, scale).to(
-            output_row.dtype.element_ty), mask=first_mask)
-        tl.store(output_row + last_offsets, _normalized(last_x, row_max_in_domain, inv_row_sum, LOG2, scale).to(
-            output_row.dtype.element_ty), mask=last_mask)
-    if VECTOR_EDGES and STRADDLE == 0:  # the vectors holding column 0 and column n_cols - 1 (a whole one is written twice, alike)
-        row_max_in_domain = scaled_max if LOG2 else row_max
-        _write_vector(output_row, input_row, 0, 0, first_col, n_cols, 0, row_max_in_domain, inv_row_sum, VEC, LOG2,
-                      scale)
-        _write_vector(output_row, input_row, 0, 0, first_col, n_cols, (n_cols - 1 - first_col) // VEC * VEC,
-                      row_max_in_domain, inv_row_sum, VEC, LOG2, scale)
+        _store_vector(output_row, 0, first_offsets, first_mask, first_x, row_max_in_domain, inv_row_sum, LOG2, scale)
+        _store_vector(output_row, 0, last_offsets, last_mask, last_x, row_max_in_domain, inv_row_sum, LOG2, scale)
 
 
 @triton.jit
@@ -338,7 +327,7 @@ def _row_tiles_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_st
                           N_TILES: tl.constexpr, TILE: tl.constexpr, ALIGN: tl.constexpr, LOAD_EVICT: tl.constexpr = "",
                           LOG2: tl.constexpr = False, GUARD: tl.constexpr = False, KEEP_INPUT: tl.constexpr = False,
                           PTX: tl.constexpr = False, VEC: tl.constexpr = 1, VECTOR_EDGES: tl.constexpr = False,
-                          STRADDLE: tl.constexpr = 0):
+                          STRADDLE_FIRST: tl.constexpr = False):
     """_row_tiles_softmax of row program_id (VECTOR_EDGES: both tensors share one row stride and 16-byte-aligned
     bases, and N_TILES * TILE >= n_cols + VEC - 1)."""
     n_cols = n_cols // ALIGN * ALIGN
@@ -347,7 +336,7 @@ def _row_tiles_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_st
     in_base, out_base, first_col, _ = _row_bases(tl.program_id(0), input_row_stride, output_row_stride, n_cols, TILE,
                                                  VEC if VECTOR_EDGES else 1)
     _row_tiles_softmax(output_ptr + out_base, input_ptr + in_base, n_cols, N_TILES, TILE, LOAD_EVICT, LOG2, GUARD,
-                       KEEP_INPUT, PTX, first_col, VEC, VECTOR_EDGES, STRADDLE)
+                       KEEP_INPUT, PTX, first_col, VEC, VECTOR_EDGES, STRADDLE_FIRST)
 
 
 @triton.jit
@@ -869,15 +858,28 @@ def _load_edge(input_ptr, in_base, first_col, n_cols, block, TILE_ROWS: tl.const
 
 
 @triton.jit
+def _read_vector(input_ptr, in_base, first_col, n_cols, start, VEC: tl.constexpr):
+    """(offsets, mask, x in float32) of the row's columns among the VEC elements from `start` (an offset from the
+    row's aligned base): a vector that straddles one of the row's ends, element by element."""
+    offsets = start + tl.arange(0, VEC)
+    mask = (first_col + offsets >= 0) & (first_col + offsets < n_cols)
+    return offsets, mask, tl.load(input_ptr + in_base + offsets, mask=mask, other=float("-inf")).to(tl.float32)
+
+
+@triton.jit
+def _store_vector(output_ptr, out_base, offsets, mask, x, row_max, inv_row_sum, LOG2: tl.constexpr, scale):
+    """y = exp(x - row_max) * inv_row_sum of a vector _read_vector read, stored element by element."""
+    tl.store(output_ptr + out_base + offsets,
+             _normalized(x, row_max, inv_row_sum, LOG2, scale).to(output_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
 def _write_vector(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, start, row_max, inv_row_sum,
                   VEC: tl.constexpr, LOG2: tl.constexpr, scale):
     """y = exp(x - row_max) * inv_row_sum over the row's columns among the VEC elements from `start` (an offset
     from the row's aligned base): a vector that straddles one of the row's ends, element by element."""
-    offsets = start + tl.arange(0, VEC)
-    mask = (first_col + offsets >= 0) & (first_col + offsets < n_cols)
-    x = tl.load(input_ptr + in_base + offsets, mask=mask, other=float("-inf")).to(tl.float32)
-    tl.store(output_ptr + out_base + offsets,
-             _normalized(x, row_max, inv_row_sum, LOG2, scale).to(output_ptr.dtype.element_ty), mask=mask)
+    offsets, mask, x = _read_vector(input_ptr, in_base, first_col, n_cols, start, VEC)
+    _store_vector(output_ptr, out_base, offsets, mask, x, row_max, inv_row_sum, LOG2, scale)
 
 
 @triton.jit
@@ -1197,6 +1199,7 @@ class Plan(NamedTuple):
     maxnreg: int = 0        # stream, row-tiles: registers a thread, passed to ptxas (0: ptxas chooses; see SOFTMAX_PLANS)
     keep_input: bool = False  # row-tiles: hold the row in the input's own type (see _row_tiles_softmax)
     edges_apart: bool = False  # tile: inner tiles unmasked, the edge tiles after them (see _tile_online_fwd_kernel)
+    straddle_first: bool = False  # row-tiles: an odd row's two straddling vectors read first (see _row_tiles_softmax)
 
 
 # Short rows: tiles of ~4096 elements, so each program moves 8-16 KB and a thread holds 2-4
@@ -1330,6 +1333,8 @@ SOFTMAX_PLANS = (
     Plan("forward",      8191,        0,  0, "row-tiles",  1,  2048,     8,    0, partial_vectors=True),
     Plan("forward",      8192,        0,  0, "rows",       1,     0,    16,    0),
     Plan("forward",     16383,        0,  2, "row-tiles",  1,  4096,     8,    0,    0,      0, 1, True),
+    Plan("forward",     10233,        0,  2, "row-tiles",  1,  2048,     8,    0, partial_vectors=True, maxnreg=64,
+         straddle_first=True),
     Plan("forward",     16383,        0,  2, "row-tiles",  1,  2048,     8,    0, partial_vectors=True, maxnreg=64,
          keep_input=True),
     Plan("forward",     16383,        0,  0, "row-tiles",  1,  2048,     8,    0, partial_vectors=True),
@@ -1558,7 +1563,7 @@ def _forward_rows_pipelined(y, x, num_warps, programs_per_sm, num_stages, align,
 
 
 def _forward_row_tiles(y, x, tile, num_warps, align, log2=False, keep_input=False, maxnreg=0, vector_edges=False,
-                       straddle=0):
+                       straddle_first=False):
     """Launch the row-tiles forward: one program a row, held as cdiv(n_cols, tile) tiles of tile lanes (in x's own
     type with keep_input, under maxnreg registers a thread if given); with vector_edges, rows that are not whole
     vectors are read in whole vectors where the tensors allow it, on one more vector's lanes (see
@@ -1569,7 +1574,8 @@ def _forward_row_tiles(y, x, tile, num_warps, align, log2=False, keep_input=Fals
     lanes = n_cols + vec - 1 if vector_edges else n_cols
     _launch(_row_tiles_fwd_kernel, (n_rows,), y, x, x.stride(0), y.stride(0), n_cols, N_TILES=triton.cdiv(lanes, tile),
             TILE=tile, ALIGN=align, LOAD_EVICT=ROW_TILES_LOAD_EVICT, LOG2=log2, GUARD=_log2_guard(x, log2),
-            KEEP_INPUT=keep_input, PTX=_inline_ptx(x), VEC=vec, VECTOR_EDGES=vector_edges, STRADDLE=straddle,
+            KEEP_INPUT=keep_input, PTX=_inline_ptx(x), VEC=vec, VECTOR_EDGES=vector_edges,
+            STRADDLE_FIRST=vector_edges and straddle_first,
             num_warps=num_warps,
             **({"maxnreg": maxnreg} if maxnreg else {}))
 
@@ -1831,7 +1837,7 @@ def _run_forward_plan(y, x, plan, align):
         _forward_rows_pipelined(y, x, plan.num_warps, plan.programs_per_sm, plan.num_stages, align, log2)
     elif plan.path == "row-tiles":
         _forward_row_tiles(y, x, plan.block_size, plan.num_warps, align, log2, plan.keep_input, plan.maxnreg,
-                           vector_edges=True)
+                           vector_edges=True, straddle_first=plan.straddle_first)
     elif plan.path == "online":
         n_programs = min(n_rows, plan.programs_per_sm * _sm_count(x.device))
         _forward_online(y, x, plan.block_size, plan.num_warps, n_programs, align)
