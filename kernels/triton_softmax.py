@@ -1318,6 +1318,18 @@ class Plan(NamedTuple):
 # take the tile kernel with VECTOR_EDGES (whole-vector accesses from each row's first aligned element), 1 vector a
 # thread unrolled 4x for 2-byte rows (2 vectors spill 30-38 registers with the edge selects): +6% to +43% over
 # tile-stream's one-segment rows on both GPUs.
+# Since rounds 50-52 (...-row-tiles-edges{,-more}.json, ...-edges-apart.json, ...-h200-straddle.json) every row-tiles
+# launch reads rows that are not whole vectors in whole vectors from their first aligned element (VECTOR_EDGES), and
+# the odd 2-byte rows take, against the element-wise row-tiles or the kernels they had: to 8,191 float32 tiles of 2,048
+# (+3.5% at 6,001 on both GPUs); 8,193-10,233 (5 such tiles) float32 tiles under 64 registers with the two straddling
+# vectors read before the row (+2.3% to +4.6% at 10,001 on the H200 over kept tiles; +7% to +12% over element-wise);
+# to 20,473 (10 tiles) tiles kept in their type under 64 registers, four programs an SM (+14% to +30% on the H200,
+# +4% to +13% on the H100 at 12,801-20,001; float32 tiles there need 80-128 registers and lose); from 20,474 kept
+# 4,096 x 8 under 128, as whole-vector rows from 28,001 (+6% to +73% at 24,001-40,001, +24-33% at 50,001 with 16-18
+# registers spilled). Odd 2-byte rows of 57,345-131,072 take the tile kernel with 2 vectors unrolled 2x and the edge
+# tiles apart from the unmasked inner ones (EDGES_APART: +3% to +9% at 65,535-131,071); aligned rows and odd fp32 rows
+# lost 3-16% with the edges apart, so they keep the loop form. The rows above that say "tiles of 2,048" for odd rows
+# or "tile kernel" for odd 2-byte rows of 32k-57k describe the table before.
 SOFTMAX_PLANS = (
     #     op          max_cols  min_rows bytes path      rows  block  warps  progs stages segment unroll
     Plan("forward",        64,        0,  0, "rows",      64,     0,     4,    0),
