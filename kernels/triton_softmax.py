@@ -175,46 +175,29 @@ def _rows_pipelined_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_r
 
 
 @triton.jit
-def _row_tile_edge_load(input_row, first_col, n_cols, k, N_TILES: tl.constexpr, TILE: tl.constexpr, VEC: tl.constexpr,
+def _row_tile_edge_load(input_row, first_col, n_cols, k, TILE: tl.constexpr, VEC: tl.constexpr,
                         LOAD_EVICT: tl.constexpr):
     """Tile k of a row, read from the row's aligned base (first_col in (-VEC, 0]) in whole vectors where it hangs
-    over one of the row's ends: in the input's type, -inf outside the row (see _load_edge). Only the first tile can
-    hold columns before the row, and it holds none past it when N_TILES > 2 (n_cols > 2 TILE - VEC), so each end is
-    tested only where it can lie: one compare and a select an element (round 53)."""
+    over one of the row's ends: in the input's type, -inf outside the row (see _load_edge)."""
     cols = tl.arange(0, TILE)
     row_cols = first_col + k * TILE + cols
     vector_first = first_col + k * TILE + cols // VEC * VEC
-    if k == 0 and N_TILES > 2:  # every vector holds a column of the row: read unmasked
-        x = tl.load(input_row + cols, eviction_policy=LOAD_EVICT)
-        in_row = row_cols >= 0
-    elif k == 0:
-        x = tl.load(input_row + cols, mask=(vector_first > -VEC) & (vector_first < n_cols), other=float("-inf"),
-                    eviction_policy=LOAD_EVICT)
-        in_row = (row_cols >= 0) & (row_cols < n_cols)
-    else:
-        x = tl.load(input_row + k * TILE + cols, mask=vector_first < n_cols, other=float("-inf"),
-                    eviction_policy=LOAD_EVICT)
-        in_row = row_cols < n_cols
+    x = tl.load(input_row + k * TILE + cols, mask=(vector_first > -VEC) & (vector_first < n_cols), other=float("-inf"),
+                eviction_policy=LOAD_EVICT)
+    in_row = (row_cols >= 0) & (row_cols < n_cols)
     if x.dtype == tl.bfloat16:  # through float32, exactly: the interpreter has no bfloat16 constants
         return tl.where(in_row, x.to(tl.float32), float("-inf")).to(tl.bfloat16)
     return tl.where(in_row, x, float("-inf"))
 
 
 @triton.jit
-def _row_tile_edge_store(output_row, y, first_col, n_cols, k, N_TILES: tl.constexpr, TILE: tl.constexpr,
-                         VEC: tl.constexpr):
+def _row_tile_edge_store(output_row, y, first_col, n_cols, k, TILE: tl.constexpr, VEC: tl.constexpr):
     """Store tile k of a row that hangs over one of its ends, from its aligned base: the vectors wholly inside the
-    row, each end tested where it can lie (see _row_tile_edge_load); the two vectors that straddle the ends are
-    written element by element apart (see _row_tiles_softmax). (Storing them here too, under a second, per-element
-    mask, lost 1-10% on the H200: notes/kernels.md, round 52.)"""
+    row (the two that straddle its ends are written element by element apart: see _row_tiles_softmax). (Storing
+    them here too, under a second, per-element mask, lost 1-10% on the H200: notes/kernels.md, round 52.)"""
     cols = tl.arange(0, TILE)
     vector_first = first_col + k * TILE + cols // VEC * VEC
-    if k == 0 and N_TILES > 2:
-        tl.store(output_row + cols, y, mask=vector_first >= 0)
-    elif k == 0:
-        tl.store(output_row + cols, y, mask=(vector_first >= 0) & (vector_first <= n_cols - VEC))
-    else:
-        tl.store(output_row + k * TILE + cols, y, mask=vector_first <= n_cols - VEC)
+    tl.store(output_row + k * TILE + cols, y, mask=(vector_first >= 0) & (vector_first <= n_cols - VEC))
 
 
 @triton.jit
@@ -225,10 +208,10 @@ def _row_tile_load(input_row, first_col, n_cols, k, N_TILES: tl.constexpr, TILE:
     row starts on a vector, and no other; the tiles inside are read unmasked. (Checked at run time for every tile,
     ptxas kept the masks of all of them live across the row: 238 registers at 14 tiles of 2,048 fp16 lanes.)"""
     if k == 0 or k == N_TILES - 1:
-        x = _row_tile_edge_load(input_row, first_col, n_cols, k, N_TILES, TILE, VEC, LOAD_EVICT)
+        x = _row_tile_edge_load(input_row, first_col, n_cols, k, TILE, VEC, LOAD_EVICT)
     elif k == N_TILES - 2:
         if first_col + (k + 1) * TILE > n_cols:
-            x = _row_tile_edge_load(input_row, first_col, n_cols, k, N_TILES, TILE, VEC, LOAD_EVICT)
+            x = _row_tile_edge_load(input_row, first_col, n_cols, k, TILE, VEC, LOAD_EVICT)
         else:
             x = tl.load(input_row + k * TILE + tl.arange(0, TILE), eviction_policy=LOAD_EVICT)
     else:
@@ -242,10 +225,10 @@ def _row_tile_store(output_row, y, first_col, n_cols, k, N_TILES: tl.constexpr, 
     """Store tile k of N_TILES of a row from its aligned base, the tiles that may hang over its ends as
     _row_tile_load reads them."""
     if k == 0 or k == N_TILES - 1:
-        _row_tile_edge_store(output_row, y, first_col, n_cols, k, N_TILES, TILE, VEC)
+        _row_tile_edge_store(output_row, y, first_col, n_cols, k, TILE, VEC)
     elif k == N_TILES - 2:
         if first_col + (k + 1) * TILE > n_cols:
-            _row_tile_edge_store(output_row, y, first_col, n_cols, k, N_TILES, TILE, VEC)
+            _row_tile_edge_store(output_row, y, first_col, n_cols, k, TILE, VEC)
         else:
             tl.store(output_row + k * TILE + tl.arange(0, TILE), y)
     else:
