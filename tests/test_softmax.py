@@ -143,9 +143,9 @@ def test_rows_not_of_whole_vectors_take_row_tiles_in_whole_vectors(n_cols, dtype
     aligned = sm._select_plan("forward", 10**6, -(-n_cols // 8) * 8, dtype.itemsize, DEVICE, 8)
     assert plan.path == "row-tiles" and not plan.whole_vectors
     if n_cols <= 8191:
-        assert (plan.block_size, plan.keep_input, plan.straddle_first) == (2048, False, False)
-    elif n_cols <= 10233:  # 5 tiles: float32 tiles under 64 registers, the straddling vectors read first (round 52)
-        assert (plan.block_size, plan.keep_input, plan.maxnreg, plan.straddle_first) == (2048, False, 64, True)
+        assert (plan.block_size, plan.keep_input, plan.maxnreg) == (2048, False, 0)
+    elif n_cols <= 10233:  # 5 tiles: float32 tiles under 64 registers (rounds 52, 55)
+        assert (plan.block_size, plan.keep_input, plan.maxnreg) == (2048, False, 64)
     elif n_cols <= 20473:
         assert (plan.block_size, plan.keep_input, plan.maxnreg) == (2048, True, 64)
     else:
@@ -196,12 +196,14 @@ def test_long_rows_not_of_whole_vectors_take_the_tile_kernel_in_whole_vectors(n_
                                                            else ("tile-stream", False))
 
 
-@pytest.mark.parametrize("n_cols", [4_097, 6_001, 8_191, 10_001, 16_383, 16_385, 20_001, 24_575])
+@pytest.mark.parametrize("n_cols", [4_097, 6_001, 8_191, 8_193, 10_001, 10_237, 10_238, 16_383, 16_385, 20_001, 24_575])
 def test_float32_rows_not_of_whole_vectors_take_row_tiles(n_cols):
     """fp32 rows of 4k-24k columns that are not whole 16-byte vectors take row-tiles (tiles of 2,048 lanes to 16,383,
-    of 4,096 beyond, as whole-vector rows there); whole-vector rows to 16,384 stay on the rows kernel."""
+    of 4,096 beyond, as whole-vector rows there), five-tile rows (8,193-10,237) under 64 registers (round 55);
+    whole-vector rows to 16,384 stay on the rows kernel."""
     plan = sm._select_plan("forward", 10**6, n_cols, 4, DEVICE, contiguous_align(n_cols, torch.float32))
     assert (plan.path, plan.block_size) == ("row-tiles", 2048 if n_cols <= 16383 else 4096)
+    assert plan.maxnreg == (64 if 8193 <= n_cols <= 10237 else 0)
     whole = n_cols // 4 * 4
     assert sm._select_plan("forward", 10**6, whole, 4, DEVICE, 4).path == ("rows" if whole <= 16384 else "row-tiles")
 
@@ -338,11 +340,10 @@ for dtype, align, tile, warps, vector_edges in (("fp16", 8, 4096, 8, False), ("f
     signature = {"output_ptr": "*" + dtype, "input_ptr": "*" + dtype, "input_row_stride": "i32",
                  "output_row_stride": "i32", "n_cols": "i32", "N_TILES": "constexpr", "TILE": "constexpr",
                  "ALIGN": "constexpr", "LOAD_EVICT": "constexpr", "LOG2": "constexpr", "GUARD": "constexpr",
-                 "KEEP_INPUT": "constexpr", "PTX": "constexpr", "VEC": "constexpr", "VECTOR_EDGES": "constexpr",
-                 "STRADDLE_FIRST": "constexpr"}
+                 "KEEP_INPUT": "constexpr", "PTX": "constexpr", "VEC": "constexpr", "VECTOR_EDGES": "constexpr"}
     constexprs = dict(N_TILES=5 if vector_edges else 3, TILE=tile, ALIGN=align, LOAD_EVICT="evict_last",
                       LOG2=dtype == "fp16", GUARD=False, KEEP_INPUT=False, PTX=True, VEC=8 if vector_edges else 1,
-                      VECTOR_EDGES=vector_edges, STRADDLE_FIRST=False)
+                      VECTOR_EDGES=vector_edges)
     kernel = triton.compile(ASTSource(fn=sm._row_tiles_fwd_kernel, signature=signature, constexprs=constexprs,
                                       attrs=aligned), target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
     ptx = kernel.asm["ptx"]
@@ -577,14 +578,15 @@ ROW_TILES_CONFIGS = [(64, 1), (128, 2), (512, 4)]
 
 def edge_test_input(view, dtype):
     """(x, y, outside) for the kernels that read odd rows in whole vectors: x one of stream_views' views, or its
-    contiguous rows cut to 296 columns (37 whole vectors) or to 250 (odd, shorter); y its output, sitting in a
+    contiguous rows cut to 296 columns (37 whole vectors), to 250 (odd, shorter) or to 3 (inside one vector, or across
+    two); y its output, sitting in a
     buffer poisoned with 1234.5 whose parts outside y (views of it, in a list) must keep it. For contiguous views y shares x's odd row stride
     and base alignment, so odd rows can start at their first 16-byte-aligned element; the other views cannot
     (col_slice: strides differ; unaligned_base: bases) or need not (whole_vectors)."""
     views = stream_views(dtype)
-    cut = {"whole_vectors": 296, "short_odd": 250}
+    cut = {"whole_vectors": 296, "short_odd": 250, "tiny_odd": 3}
     x = views["contiguous"][:, :cut[view]].contiguous() if view in cut else views[view]
-    if view in ("contiguous", "short_odd", "unaligned_base"):
+    if view in ("contiguous", "short_odd", "tiny_odd", "unaligned_base"):
         lead = 3 if view == "unaligned_base" else 16 // x.element_size()
         buffer = torch.full((x.numel() + lead + 16,), 1234.5, dtype=dtype, device=DEVICE)
         y = buffer[lead:lead + x.numel()].view(x.shape)
@@ -602,12 +604,12 @@ def untouched(outside) -> bool:
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("view", ["contiguous", "short_odd", "col_slice", "unaligned_base", "whole_vectors"])
+@pytest.mark.parametrize("view", ["contiguous", "short_odd", "tiny_odd", "col_slice", "unaligned_base",
+                                  "whole_vectors"])
 @pytest.mark.parametrize("tile,num_warps", ROW_TILES_CONFIGS)
 @pytest.mark.parametrize("keep_input", [False, True], ids=["float32_tiles", "kept_input"])
-@pytest.mark.parametrize("vector_edges,straddle_first", [(False, False), (True, False), (True, True)],
-                         ids=["element_edges", "vector_edges", "straddle_first"])
-def test_row_tiles_kernel(vector_edges, straddle_first, keep_input, view, tile, num_warps, dtype):
+@pytest.mark.parametrize("vector_edges", [False, True], ids=["element_edges", "vector_edges"])
+def test_row_tiles_kernel(vector_edges, keep_input, view, tile, num_warps, dtype):
     """Every element of each row written, and nothing outside the rows (see edge_test_input). With vector_edges
     the contiguous odd rows are read from their first 16-byte-aligned element, on one more vector's lanes: the
     first tile and the last hang over the row's ends, and at 250 columns on tiles of 64 lanes (fp16: 5 tiles for
@@ -615,7 +617,7 @@ def test_row_tiles_kernel(vector_edges, straddle_first, keep_input, view, tile, 
     x, y, outside = edge_test_input(view, dtype)
     align = sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0))
     sm._forward_row_tiles(y, x, tile, num_warps, align, sm._log2_exp(x), keep_input=keep_input,
-                          vector_edges=vector_edges, straddle_first=straddle_first)
+                          vector_edges=vector_edges)
     assert_softmax(y, x)
     assert untouched(outside)
 
@@ -679,7 +681,8 @@ def test_stream_segments_and_grid():
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("vector_edges", [False, True], ids=["element_edges", "vector_edges"])
-@pytest.mark.parametrize("view", ["contiguous", "short_odd", "col_slice", "unaligned_base", "whole_vectors"])
+@pytest.mark.parametrize("view", ["contiguous", "short_odd", "tiny_odd", "col_slice", "unaligned_base",
+                                  "whole_vectors"])
 @pytest.mark.parametrize("edges_apart", [False, True], ids=["edges_in_loop", "edges_apart"])
 def test_tile_kernel(edges_apart, view, vector_edges, dtype):
     """1 warp x 1 vector per step: 256 (fp16) or 128 (fp32) columns a step, 2-3 steps a row. The output rows sit in
