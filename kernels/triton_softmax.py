@@ -175,19 +175,21 @@ def _rows_pipelined_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_r
 
 
 @triton.jit
+def _row_tile_inside(first_col, n_cols, k, TILE: tl.constexpr, VEC: tl.constexpr):
+    """Mask of tile k's vectors (from a row's aligned base) that lie wholly inside the row: one test a vector."""
+    vector_first = first_col + k * TILE + tl.arange(0, TILE) // VEC * VEC
+    return (vector_first >= 0) & (vector_first <= n_cols - VEC)
+
+
+@triton.jit
 def _row_tile_edge_load(input_row, first_col, n_cols, k, TILE: tl.constexpr, VEC: tl.constexpr,
                         LOAD_EVICT: tl.constexpr):
-    """Tile k of a row, read from the row's aligned base (first_col in (-VEC, 0]) in whole vectors where it hangs
-    over one of the row's ends: in the input's type, -inf outside the row (see _load_edge)."""
-    cols = tl.arange(0, TILE)
-    row_cols = first_col + k * TILE + cols
-    vector_first = first_col + k * TILE + cols // VEC * VEC
-    x = tl.load(input_row + k * TILE + cols, mask=(vector_first > -VEC) & (vector_first < n_cols), other=float("-inf"),
-                eviction_policy=LOAD_EVICT)
-    in_row = (row_cols >= 0) & (row_cols < n_cols)
-    if x.dtype == tl.bfloat16:  # through float32, exactly: the interpreter has no bfloat16 constants
-        return tl.where(in_row, x.to(tl.float32), float("-inf")).to(tl.bfloat16)
-    return tl.where(in_row, x, float("-inf"))
+    """Tile k of a row that hangs over one of its ends, read from the row's aligned base: its vectors wholly inside
+    the row, in the input's type, and -inf for the others; the two vectors that straddle the row's ends are read
+    apart (see _straddling_vectors). (Read whole here and set to -inf element by element, the straddling columns
+    cost a compare and a select on every element of the edge tiles: notes/kernels.md, round 55.)"""
+    return tl.load(input_row + k * TILE + tl.arange(0, TILE), mask=_row_tile_inside(first_col, n_cols, k, TILE, VEC),
+                   other=float("-inf"), eviction_policy=LOAD_EVICT)
 
 
 @triton.jit
@@ -195,25 +197,34 @@ def _row_tile_edge_store(output_row, y, first_col, n_cols, k, TILE: tl.constexpr
     """Store tile k of a row that hangs over one of its ends, from its aligned base: the vectors wholly inside the
     row (the two that straddle its ends are written element by element apart: see _row_tiles_softmax). (Storing
     them here too, under a second, per-element mask, lost 1-10% on the H200: notes/kernels.md, round 52.)"""
-    cols = tl.arange(0, TILE)
-    vector_first = first_col + k * TILE + cols // VEC * VEC
-    tl.store(output_row + k * TILE + cols, y, mask=(vector_first >= 0) & (vector_first <= n_cols - VEC))
+    tl.store(output_row + k * TILE + tl.arange(0, TILE), y, mask=_row_tile_inside(first_col, n_cols, k, TILE, VEC))
+
+
+@triton.jit
+def _straddling_vectors(input_row, first_col, n_cols, VEC: tl.constexpr):
+    """((offsets, mask, x in float32) of the vector holding column 0, and of the one holding column n_cols - 1) of a
+    row from its aligned base, each masked to the row's columns, and wholly masked unless it straddles one of the row's
+    ends (a vector wholly inside is in a tile) or is the first one again (a row within one vector)."""
+    first_offsets, first_mask, first_x = _read_vector(input_row, 0, first_col, n_cols, 0, VEC)
+    first_straddles = first_col < 0
+    last_start = (n_cols - 1 - first_col) // VEC * VEC
+    last_straddles = ((n_cols - first_col) % VEC != 0) & ((last_start > 0) | ~first_straddles)
+    first_mask = first_mask & first_straddles
+    last_offsets, last_mask, last_x = _read_vector(input_row, 0, first_col, n_cols, last_start, VEC)
+    last_mask = last_mask & last_straddles
+    return ((first_offsets, first_mask, tl.where(first_mask, first_x, float("-inf"))),
+            (last_offsets, last_mask, tl.where(last_mask, last_x, float("-inf"))))
 
 
 @triton.jit
 def _row_tile_load(input_row, first_col, n_cols, k, N_TILES: tl.constexpr, TILE: tl.constexpr, VEC: tl.constexpr,
                    LOAD_EVICT: tl.constexpr):
     """Tile k of N_TILES of a row read from its aligned base (N_TILES = cdiv(n_cols + VEC - 1, TILE), TILE >= 2 VEC):
-    the first and the last tile may hang over the row's ends, the one before the last past n_cols only when the
-    row starts on a vector, and no other; the tiles inside are read unmasked. (Checked at run time for every tile,
-    ptxas kept the masks of all of them live across the row: 238 registers at 14 tiles of 2,048 fp16 lanes.)"""
-    if k == 0 or k == N_TILES - 1:
+    the first tile and the last two may hang over the row's ends (the one before the last only when the row starts
+    on a vector) and are masked by vector; the tiles inside are read unmasked. No branch: a run-time test on the one
+    before the last split the row's loads into two batches, each waited for in turn (notes/kernels.md, round 56)."""
+    if k == 0 or k >= N_TILES - 2:
         x = _row_tile_edge_load(input_row, first_col, n_cols, k, TILE, VEC, LOAD_EVICT)
-    elif k == N_TILES - 2:
-        if first_col + (k + 1) * TILE > n_cols:
-            x = _row_tile_edge_load(input_row, first_col, n_cols, k, TILE, VEC, LOAD_EVICT)
-        else:
-            x = tl.load(input_row + k * TILE + tl.arange(0, TILE), eviction_policy=LOAD_EVICT)
     else:
         x = tl.load(input_row + k * TILE + tl.arange(0, TILE), eviction_policy=LOAD_EVICT)
     return x
@@ -224,13 +235,8 @@ def _row_tile_store(output_row, y, first_col, n_cols, k, N_TILES: tl.constexpr, 
                     VEC: tl.constexpr):
     """Store tile k of N_TILES of a row from its aligned base, the tiles that may hang over its ends as
     _row_tile_load reads them."""
-    if k == 0 or k == N_TILES - 1:
+    if k == 0 or k >= N_TILES - 2:
         _row_tile_edge_store(output_row, y, first_col, n_cols, k, TILE, VEC)
-    elif k == N_TILES - 2:
-        if first_col + (k + 1) * TILE > n_cols:
-            _row_tile_edge_store(output_row, y, first_col, n_cols, k, TILE, VEC)
-        else:
-            tl.store(output_row + k * TILE + tl.arange(0, TILE), y)
     else:
         tl.store(output_row + k * TILE + tl.arange(0, TILE), y)
 
@@ -239,26 +245,25 @@ def _row_tile_store(output_row, y, first_col, n_cols, k, N_TILES: tl.constexpr, 
 def _row_tiles_softmax(output_row, input_row, n_cols, N_TILES: tl.constexpr, TILE: tl.constexpr,
                        LOAD_EVICT: tl.constexpr, LOG2: tl.constexpr, GUARD: tl.constexpr, KEEP_INPUT: tl.constexpr = False,
                        PTX: tl.constexpr = False, first_col=0, VEC: tl.constexpr = 1,
-                       VECTOR_EDGES: tl.constexpr = False, STRADDLE_FIRST: tl.constexpr = False):
+                       VECTOR_EDGES: tl.constexpr = False):
     """Softmax of one whole row held in registers as N_TILES tiles of TILE lanes: one read, one write, one exp
     an element. The rows kernel pads a row to next_pow2(n_cols) lanes, and padded lanes cost their exp, max and
     sum too; here only the last tile is padded, and the tiles are combined lane by lane before one max and one
     sum reduction (notes/kernels.md, round 43). KEEP_INPUT holds the row in its own type and takes the exp again
     for the write (two an element): half the registers for 2-byte rows, so two programs can share an SM.
     VECTOR_EDGES (rows that are not whole vectors): the row's lanes start at its first VEC-aligned element, first_col
-    in (-VEC, 0] (see _row_bases), so every access is a whole vector; the tiles that hang over an end of the row read
-    the vectors holding any of its columns and set the rest to -inf in registers (see _load_edge), and store the
-    vectors wholly inside the row, the two straddling ones element by element after them (see _write_vector), or,
-    with STRADDLE_FIRST, read before the row's tiles, so that their reads wait beside the row's (round 52)."""
+    in (-VEC, 0] (see _row_bases), so every access is a whole vector; the tiles read and write only the vectors wholly
+    inside the row, and the two that straddle its ends are read first, apart, element by element, added to the
+    row's max and sum, and written after the tiles (round 55)."""
     cols = tl.arange(0, TILE)
     tiles = ()  # unrolled at compile time: tiles[k] is the row's columns [k * TILE, (k + 1) * TILE)
     in_type: tl.constexpr = input_row.dtype.element_ty
     keep_max: tl.constexpr = KEEP_INPUT and (in_type == tl.float16 or (in_type == tl.bfloat16 and PTX))
     lane_max = tl.full([TILE], float("-inf"), in_type if keep_max else tl.float32)
-    last_start = (n_cols - 1 - first_col) // VEC * VEC  # the vector holding column n_cols - 1 (VECTOR_EDGES)
-    if VECTOR_EDGES and STRADDLE_FIRST:
-        first_offsets, first_mask, first_x = _read_vector(input_row, 0, first_col, n_cols, 0, VEC)
-        last_offsets, last_mask, last_x = _read_vector(input_row, 0, first_col, n_cols, last_start, VEC)
+    if VECTOR_EDGES:
+        first_vector, last_vector = _straddling_vectors(input_row, first_col, n_cols, VEC)
+        first_offsets, first_mask, first_x = first_vector
+        last_offsets, last_mask, last_x = last_vector
     for k in tl.static_range(N_TILES):
         if VECTOR_EDGES:
             x = _row_tile_load(input_row, first_col, n_cols, k, N_TILES, TILE, VEC, LOAD_EVICT)
@@ -281,6 +286,8 @@ def _row_tiles_softmax(output_row, input_row, n_cols, N_TILES: tl.constexpr, TIL
         tiles = tiles + (x,)
     # a fully -inf row has max -inf, so x - max is NaN everywhere: torch's answer too
     row_max = tl.max(lane_max, axis=0).to(tl.float32)
+    if VECTOR_EDGES:
+        row_max = tl.maximum(row_max, tl.maximum(tl.max(first_x, axis=0), tl.max(last_x, axis=0)))
     scale = LOG2E
     if GUARD:  # bfloat16 (see LOG2E): a row whose scaled max overflows takes exp(x - max), exactly (_guard_scale)
         scale = _guard_scale(tl.abs(row_max * LOG2E) == float("inf"))
@@ -294,6 +301,12 @@ def _row_tiles_softmax(output_row, input_row, n_cols, N_TILES: tl.constexpr, TIL
         if not KEEP_INPUT:
             numerators = numerators + (numerator,)
     row_sum = tl.sum(lane_sum, axis=0)
+    if VECTOR_EDGES:  # exp(-inf) = 0 for the columns outside the row
+        if LOG2:
+            row_sum += tl.sum(_exp_scaled(first_x, scaled_max, scale), axis=0)
+            row_sum += tl.sum(_exp_scaled(last_x, scaled_max, scale), axis=0)
+        else:
+            row_sum += tl.sum(tl.exp(first_x - row_max), axis=0) + tl.sum(tl.exp(last_x - row_max), axis=0)
     inv_row_sum = 1.0 / row_sum
     log2_row_sum = tl.log2(row_sum)
     opaque_zero = (n_cols // (n_cols + 1)).to(tl.int16)  # 0 (n_cols >= 0), which no compiler can fold: _widen_kept
@@ -313,10 +326,7 @@ def _row_tiles_softmax(output_row, input_row, n_cols, N_TILES: tl.constexpr, TIL
             tl.store(output_row + k * TILE + cols, y, mask=k * TILE + cols < n_cols)
         else:
             tl.store(output_row + k * TILE + cols, y)
-    if VECTOR_EDGES:  # the vectors holding columns 0 and n_cols - 1 (a whole one is written twice, alike)
-        if not STRADDLE_FIRST:
-            first_offsets, first_mask, first_x = _read_vector(input_row, 0, first_col, n_cols, 0, VEC)
-            last_offsets, last_mask, last_x = _read_vector(input_row, 0, first_col, n_cols, last_start, VEC)
+    if VECTOR_EDGES:  # the straddling vectors, element by element
         row_max_in_domain = scaled_max if LOG2 else row_max
         _store_vector(output_row, 0, first_offsets, first_mask, first_x, row_max_in_domain, inv_row_sum, LOG2, scale)
         _store_vector(output_row, 0, last_offsets, last_mask, last_x, row_max_in_domain, inv_row_sum, LOG2, scale)
@@ -326,8 +336,7 @@ def _row_tiles_softmax(output_row, input_row, n_cols, N_TILES: tl.constexpr, TIL
 def _row_tiles_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_cols,
                           N_TILES: tl.constexpr, TILE: tl.constexpr, ALIGN: tl.constexpr, LOAD_EVICT: tl.constexpr = "",
                           LOG2: tl.constexpr = False, GUARD: tl.constexpr = False, KEEP_INPUT: tl.constexpr = False,
-                          PTX: tl.constexpr = False, VEC: tl.constexpr = 1, VECTOR_EDGES: tl.constexpr = False,
-                          STRADDLE_FIRST: tl.constexpr = False):
+                          PTX: tl.constexpr = False, VEC: tl.constexpr = 1, VECTOR_EDGES: tl.constexpr = False):
     """_row_tiles_softmax of row program_id (VECTOR_EDGES: both tensors share one row stride and 16-byte-aligned
     bases, and N_TILES * TILE >= n_cols + VEC - 1)."""
     n_cols = n_cols // ALIGN * ALIGN
@@ -336,7 +345,7 @@ def _row_tiles_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_st
     in_base, out_base, first_col, _ = _row_bases(tl.program_id(0), input_row_stride, output_row_stride, n_cols, TILE,
                                                  VEC if VECTOR_EDGES else 1)
     _row_tiles_softmax(output_ptr + out_base, input_ptr + in_base, n_cols, N_TILES, TILE, LOAD_EVICT, LOG2, GUARD,
-                       KEEP_INPUT, PTX, first_col, VEC, VECTOR_EDGES, STRADDLE_FIRST)
+                       KEEP_INPUT, PTX, first_col, VEC, VECTOR_EDGES)
 
 
 @triton.jit
@@ -1199,7 +1208,6 @@ class Plan(NamedTuple):
     maxnreg: int = 0        # stream, row-tiles: registers a thread, passed to ptxas (0: ptxas chooses; see SOFTMAX_PLANS)
     keep_input: bool = False  # row-tiles: hold the row in the input's own type (see _row_tiles_softmax)
     edges_apart: bool = False  # tile: inner tiles unmasked, the edge tiles after them (see _tile_online_fwd_kernel)
-    straddle_first: bool = False  # row-tiles: an odd row's two straddling vectors read first (see _row_tiles_softmax)
 
 
 # Short rows: tiles of ~4096 elements, so each program moves 8-16 KB and a thread holds 2-4
@@ -1329,7 +1337,11 @@ class Plan(NamedTuple):
 # registers spilled). Odd 2-byte rows of 57,345-131,072 take the tile kernel with 2 vectors unrolled 2x and the edge
 # tiles apart from the unmasked inner ones (EDGES_APART: +3% to +9% at 65,535-131,071); aligned rows and odd fp32 rows
 # lost 3-16% with the edges apart, so they keep the loop form. The rows above that say "tiles of 2,048" for odd rows
-# or "tile kernel" for odd 2-byte rows of 32k-57k describe the table before.
+# or "tile kernel" for odd 2-byte rows of 32k-57k describe the table before. Since round 55 the tiles read and write only
+# the vectors wholly inside the row and the two straddling vectors are read apart, so no tile selects element by
+# element (5 tiles of 2,048 fp16: 544 SASS instructions against 632); the five-tile rows (8,193-10,233 2-byte,
+# -10,237 fp32) are capped at 64 registers, where ptxas would take 74 for fp32 and run three programs an SM, not four
+# (round 53 lost 11 points at fp32 10,001 that way). Since round 56 the edge tiles take no run-time branch.
 SOFTMAX_PLANS = (
     #     op          max_cols  min_rows bytes path      rows  block  warps  progs stages segment unroll
     Plan("forward",        64,        0,  0, "rows",      64,     0,     4,    0),
@@ -1345,8 +1357,8 @@ SOFTMAX_PLANS = (
     Plan("forward",      8191,        0,  0, "row-tiles",  1,  2048,     8,    0, partial_vectors=True),
     Plan("forward",      8192,        0,  0, "rows",       1,     0,    16,    0),
     Plan("forward",     16383,        0,  2, "row-tiles",  1,  4096,     8,    0,    0,      0, 1, True),
-    Plan("forward",     10233,        0,  2, "row-tiles",  1,  2048,     8,    0, partial_vectors=True, maxnreg=64,
-         straddle_first=True),
+    Plan("forward",     10233,        0,  2, "row-tiles",  1,  2048,     8,    0, partial_vectors=True, maxnreg=64),
+    Plan("forward",     10237,        0,  4, "row-tiles",  1,  2048,     8,    0, partial_vectors=True, maxnreg=64),
     Plan("forward",     16383,        0,  2, "row-tiles",  1,  2048,     8,    0, partial_vectors=True, maxnreg=64,
          keep_input=True),
     Plan("forward",     16383,        0,  0, "row-tiles",  1,  2048,     8,    0, partial_vectors=True),
@@ -1574,8 +1586,7 @@ def _forward_rows_pipelined(y, x, num_warps, programs_per_sm, num_stages, align,
             GUARD=_log2_guard(x, log2), num_warps=num_warps)
 
 
-def _forward_row_tiles(y, x, tile, num_warps, align, log2=False, keep_input=False, maxnreg=0, vector_edges=False,
-                       straddle_first=False):
+def _forward_row_tiles(y, x, tile, num_warps, align, log2=False, keep_input=False, maxnreg=0, vector_edges=False):
     """Launch the row-tiles forward: one program a row, held as cdiv(n_cols, tile) tiles of tile lanes (in x's own
     type with keep_input, under maxnreg registers a thread if given); with vector_edges, rows that are not whole
     vectors are read in whole vectors where the tensors allow it, on one more vector's lanes (see
@@ -1587,7 +1598,6 @@ def _forward_row_tiles(y, x, tile, num_warps, align, log2=False, keep_input=Fals
     _launch(_row_tiles_fwd_kernel, (n_rows,), y, x, x.stride(0), y.stride(0), n_cols, N_TILES=triton.cdiv(lanes, tile),
             TILE=tile, ALIGN=align, LOAD_EVICT=ROW_TILES_LOAD_EVICT, LOG2=log2, GUARD=_log2_guard(x, log2),
             KEEP_INPUT=keep_input, PTX=_inline_ptx(x), VEC=vec, VECTOR_EDGES=vector_edges,
-            STRADDLE_FIRST=vector_edges and straddle_first,
             num_warps=num_warps,
             **({"maxnreg": maxnreg} if maxnreg else {}))
 
@@ -1849,7 +1859,7 @@ def _run_forward_plan(y, x, plan, align):
         _forward_rows_pipelined(y, x, plan.num_warps, plan.programs_per_sm, plan.num_stages, align, log2)
     elif plan.path == "row-tiles":
         _forward_row_tiles(y, x, plan.block_size, plan.num_warps, align, log2, plan.keep_input, plan.maxnreg,
-                           vector_edges=True, straddle_first=plan.straddle_first)
+                           vector_edges=True)
     elif plan.path == "online":
         n_programs = min(n_rows, plan.programs_per_sm * _sm_count(x.device))
         _forward_online(y, x, plan.block_size, plan.num_warps, n_programs, align)

@@ -5,7 +5,7 @@ HEAD:kernels/triton_softmax.py > /tmp/before.py`) beside the working tree's, and
 again with TILE_STREAM_PREFETCH = 0, then times the three dispatchers shape by shape in one process,
 each checked against float64 on every element first (the probe's 'dispatcher' line is the working tree).
 
-    AB_BEFORE=/tmp/before.py python scripts/probe_ab.py [ab|backward]   # on a CUDA machine; $OUT/probe_ab.json
+    AB_BEFORE=/tmp/before.py python scripts/probe_ab.py [ab|backward|odd]   # on a CUDA machine; $OUT/probe_ab.json
     python scripts/probe_ab.py backward_variants|line_bases             # no AB_BEFORE needed
 """
 import importlib.util
@@ -102,7 +102,19 @@ def line_bases_probe(out: list) -> None:
                                                              ("line bases", lined.softmax_backward)], out, ALL)
 
 
+# Round 56: odd rows on row-tiles, the working tree against AB_BEFORE (b29de4a's kernels), the table's bands
+ODD_TWO_BYTE_NS = [6001, 10001, 12801, 16001, 20001, 24001, 28001, 40001, 50001]
+
+
+def odd_ab_probe(out: list) -> None:
+    """Working tree (dispatcher line) against AB_BEFORE on rows that are not whole vectors, 6k-50k columns."""
+    before = module_from_source("triton_softmax_before", Path(os.environ["AB_BEFORE"]).read_text())
+    variants = [("after", sm.softmax_forward), ("before", before.softmax_forward)]
+    forward_configs_probe("odd-ab", ODD_TWO_BYTE_NS, variants, out, dtypes=["float16", "bfloat16"])
+    forward_configs_probe("odd-ab", [10001, 12801], variants, out, dtypes=["float32"])
+
+
 if __name__ == "__main__":
     run_probes({"ab": ab_probe, "backward": backward_ab_probe, "backward_variants": backward_variants_probe,
-                "line_bases": line_bases_probe},
+                "line_bases": line_bases_probe, "odd": odd_ab_probe},
                sys.argv[1:] or ["ab"], "probe_ab.json")

@@ -9,7 +9,7 @@ took as _row_tiles_fwd_kernel with the bfloat16 guard added; the probe now launc
 Exploration for tuning SOFTMAX_PLANS, not evidence: every variant is checked against float64 on every element,
 then timed as build.py --run times (CUDA-graph replays, L2 flushed), beside a copy of the same bytes.
 
-    python scripts/probe_row_tiles.py [tiles] [more] [dispatch] [compile] [odd] [odd32] [keep] [edges] [edges-more] [straddle]
+    python scripts/probe_row_tiles.py [tiles] [more] [dispatch] [compile] [odd] [odd32] [keep] [edges] [edges-more]
     # on a CUDA machine; writes $OUT/probe_row_tiles.json
 """
 import sys
@@ -33,15 +33,14 @@ MORE_FP32_NS = [3000, 12800, 20000, 28000]
 MAX_VALUES_PER_THREAD = 128  # fp32 values a thread holds; past this the kernel spills
 
 
-def row_tiles_forward(tile, warps, load_evict="", keep_input=False, maxnreg=0, vector_edges=False,
-                      straddle_first=False):
+def row_tiles_forward(tile, warps, load_evict="", keep_input=False, maxnreg=0, vector_edges=False):
     """A forward callable for one (TILE, warps, load eviction policy) config of the row-tiles kernel, its row held
     in x's own type with keep_input, under maxnreg registers a thread if given, rows that are not whole vectors read
     in whole vectors with vector_edges."""
     def run(x):
         y = torch.empty_like(x)
         sm._forward_row_tiles(y, x, tile, warps, sm._forward_align(y, x), sm._log2_exp(x), keep_input, maxnreg,
-                              vector_edges, straddle_first)
+                              vector_edges)
         return y
     return with_module(run, ROW_TILES_LOAD_EVICT=load_evict)
 
@@ -207,19 +206,8 @@ def edges_more_probe(out: list) -> None:
         ["float32"])
 
 
-def straddle_probe(out: list) -> None:
-    """Round 52: the two vectors straddling an odd row's ends, written after the row by a dependent load (the table
-    then), or read before the row's tiles; float32 tiles and kept ones, 2,048 lanes on 8 warps. (The probe of
-    35f11b8 also stored them from the edge tiles' registers under a per-element mask, a variant since removed.)"""
-    variants = [(f"{'kept' if keep else 'float32 tiles'}, straddling read {'first' if first else 'last'}, "
-                 f"{maxnreg or 'any'} registers", row_tiles_forward(2048, 8, "evict_last", keep, maxnreg, True, first))
-                for keep, maxnreg, first in ((False, 0, False), (False, 64, True), (True, 64, False), (True, 64, True))]
-    forward_configs_probe("straddle", [6001, 10001, 12801, 16001], variants, out, ["float16", "bfloat16"])
-    forward_configs_probe("straddle", [10001], variants[:2], out, ["float32"])
-
-
 if __name__ == "__main__":
     run_probes({"tiles": tiles_probe, "more": more_probe, "dispatch": dispatch_probe, "compile": compile_probe,
                 "odd": odd_probe, "odd32": odd32_probe, "keep": keep_probe, "edges": edges_probe,
-                "edges-more": edges_more_probe, "straddle": straddle_probe}, sys.argv[1:] or ["tiles"],
+                "edges-more": edges_more_probe}, sys.argv[1:] or ["tiles"],
                "probe_row_tiles.json")

@@ -143,9 +143,9 @@ def test_rows_not_of_whole_vectors_take_row_tiles_in_whole_vectors(n_cols, dtype
     aligned = sm._select_plan("forward", 10**6, -(-n_cols // 8) * 8, dtype.itemsize, DEVICE, 8)
     assert plan.path == "row-tiles" and not plan.whole_vectors
     if n_cols <= 8191:
-        assert (plan.block_size, plan.keep_input, plan.straddle_first) == (2048, False, False)
-    elif n_cols <= 10233:  # 5 tiles: float32 tiles under 64 registers, the straddling vectors read first (round 52)
-        assert (plan.block_size, plan.keep_input, plan.maxnreg, plan.straddle_first) == (2048, False, 64, True)
+        assert (plan.block_size, plan.keep_input, plan.maxnreg) == (2048, False, 0)
+    elif n_cols <= 10233:  # 5 tiles: float32 tiles under 64 registers (rounds 52, 55)
+        assert (plan.block_size, plan.keep_input, plan.maxnreg) == (2048, False, 64)
     elif n_cols <= 20473:
         assert (plan.block_size, plan.keep_input, plan.maxnreg) == (2048, True, 64)
     else:
@@ -196,12 +196,14 @@ def test_long_rows_not_of_whole_vectors_take_the_tile_kernel_in_whole_vectors(n_
                                                            else ("tile-stream", False))
 
 
-@pytest.mark.parametrize("n_cols", [4_097, 6_001, 8_191, 10_001, 16_383, 16_385, 20_001, 24_575])
+@pytest.mark.parametrize("n_cols", [4_097, 6_001, 8_191, 8_193, 10_001, 10_237, 10_238, 16_383, 16_385, 20_001, 24_575])
 def test_float32_rows_not_of_whole_vectors_take_row_tiles(n_cols):
     """fp32 rows of 4k-24k columns that are not whole 16-byte vectors take row-tiles (tiles of 2,048 lanes to 16,383,
-    of 4,096 beyond, as whole-vector rows there); whole-vector rows to 16,384 stay on the rows kernel."""
+    of 4,096 beyond, as whole-vector rows there), five-tile rows (8,193-10,237) under 64 registers (round 55);
+    whole-vector rows to 16,384 stay on the rows kernel."""
     plan = sm._select_plan("forward", 10**6, n_cols, 4, DEVICE, contiguous_align(n_cols, torch.float32))
     assert (plan.path, plan.block_size) == ("row-tiles", 2048 if n_cols <= 16383 else 4096)
+    assert plan.maxnreg == (64 if 8193 <= n_cols <= 10237 else 0)
     whole = n_cols // 4 * 4
     assert sm._select_plan("forward", 10**6, whole, 4, DEVICE, 4).path == ("rows" if whole <= 16384 else "row-tiles")
 
@@ -338,11 +340,10 @@ for dtype, align, tile, warps, vector_edges in (("fp16", 8, 4096, 8, False), ("f
     signature = {"output_ptr": "*" + dtype, "input_ptr": "*" + dtype, "input_row_stride": "i32",
                  "output_row_stride": "i32", "n_cols": "i32", "N_TILES": "constexpr", "TILE": "constexpr",
                  "ALIGN": "constexpr", "LOAD_EVICT": "constexpr", "LOG2": "constexpr", "GUARD": "constexpr",
-                 "KEEP_INPUT": "constexpr", "PTX": "constexpr", "VEC": "constexpr", "VECTOR_EDGES": "constexpr",
-                 "STRADDLE_FIRST": "constexpr"}
+                 "KEEP_INPUT": "constexpr", "PTX": "constexpr", "VEC": "constexpr", "VECTOR_EDGES": "constexpr"}
     constexprs = dict(N_TILES=5 if vector_edges else 3, TILE=tile, ALIGN=align, LOAD_EVICT="evict_last",
                       LOG2=dtype == "fp16", GUARD=False, KEEP_INPUT=False, PTX=True, VEC=8 if vector_edges else 1,
-                      VECTOR_EDGES=vector_edges, STRADDLE_FIRST=False)
+                      VECTOR_EDGES=vector_edges)
     kernel = triton.compile(ASTSource(fn=sm._row_tiles_fwd_kernel, signature=signature, constexprs=constexprs,
                                       attrs=aligned), target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
     ptx = kernel.asm["ptx"]
@@ -356,8 +357,8 @@ def test_row_tiles_take_one_exp_an_element_on_hopper():
     """Compiled for sm_90, a row-tiles program of 3 tiles takes one ex2 per element a thread holds (the rows kernel's
     count, where the tile kernels take two), and moves whole rows in 16-byte vectors (2 a thread a tile of 4,096
     2-byte lanes on 8 warps, 1 of 4,096 fp32 lanes on 16), none where the row is not whole vectors (ALIGN 1), unless
-    it is read from its first aligned element (VECTOR_EDGES, 5 tiles): then every tile in 16-byte vectors (the one
-    before the last twice, for its run-time test), and only the two straddling vectors element by element."""
+    it is read from its first aligned element (VECTOR_EDGES, 5 tiles): then every tile in 16-byte vectors, once (no
+    run-time branch), and only the two straddling vectors element by element."""
     lines = compiled_for_hopper(ROW_TILES_COMPILE).split("\n")[-5:-1]
     (per_thread, loads, stores, exps, _), (odd_per_thread, odd_loads, odd_stores, odd_exps, _), fp32, edges = (
         [int(v) for v in line.split()] for line in lines)
@@ -365,7 +366,7 @@ def test_row_tiles_take_one_exp_an_element_on_hopper():
     assert odd_exps == 3 * odd_per_thread and odd_loads == odd_stores == 0
     assert fp32[3] == 3 * fp32[0] and fp32[1] == fp32[2] == 3 * fp32[0] // 4
     edge_per_thread, edge_loads, edge_stores, edge_exps, edge_scalar_loads = edges
-    assert edge_loads == edge_stores == 6 * edge_per_thread // 8 and edge_scalar_loads == 2
+    assert edge_loads == edge_stores == 5 * edge_per_thread // 8 and edge_scalar_loads == 2
     assert edge_exps == 5 * edge_per_thread + 2
 
 
@@ -607,9 +608,8 @@ def untouched(outside) -> bool:
                                   "whole_vectors"])
 @pytest.mark.parametrize("tile,num_warps", ROW_TILES_CONFIGS)
 @pytest.mark.parametrize("keep_input", [False, True], ids=["float32_tiles", "kept_input"])
-@pytest.mark.parametrize("vector_edges,straddle_first", [(False, False), (True, False), (True, True)],
-                         ids=["element_edges", "vector_edges", "straddle_first"])
-def test_row_tiles_kernel(vector_edges, straddle_first, keep_input, view, tile, num_warps, dtype):
+@pytest.mark.parametrize("vector_edges", [False, True], ids=["element_edges", "vector_edges"])
+def test_row_tiles_kernel(vector_edges, keep_input, view, tile, num_warps, dtype):
     """Every element of each row written, and nothing outside the rows (see edge_test_input). With vector_edges
     the contiguous odd rows are read from their first 16-byte-aligned element, on one more vector's lanes: the
     first tile and the last hang over the row's ends, and at 250 columns on tiles of 64 lanes (fp16: 5 tiles for
@@ -617,7 +617,7 @@ def test_row_tiles_kernel(vector_edges, straddle_first, keep_input, view, tile, 
     x, y, outside = edge_test_input(view, dtype)
     align = sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0))
     sm._forward_row_tiles(y, x, tile, num_warps, align, sm._log2_exp(x), keep_input=keep_input,
-                          vector_edges=vector_edges, straddle_first=straddle_first)
+                          vector_edges=vector_edges)
     assert_softmax(y, x)
     assert untouched(outside)
 
