@@ -1341,7 +1341,9 @@ class Plan(NamedTuple):
 # the vectors wholly inside the row and the two straddling vectors are read apart, so no tile selects element by
 # element (5 tiles of 2,048 fp16: 544 SASS instructions against 632); the five-tile rows (8,193-10,233 2-byte,
 # -10,237 fp32) are capped at 64 registers, where ptxas would take 74 for fp32 and run three programs an SM, not four
-# (round 53 lost 11 points at fp32 10,001 that way). Since round 56 the edge tiles take no run-time branch.
+# (round 53 lost 11 points at fp32 10,001 that way). Since round 56 the edge tiles take no run-time branch, so a row's
+# loads go out in one batch: odd 10,001 at 97.5% of copy on the H200 (from 90-91%) and 98% on the H100; the kept rows
+# now spill 2-6 registers at 12,801-20,001 and 40,001 and lose up to 2.6% there (...-odd-ab.json).
 SOFTMAX_PLANS = (
     #     op          max_cols  min_rows bytes path      rows  block  warps  progs stages segment unroll
     Plan("forward",        64,        0,  0, "rows",      64,     0,     4,    0),
