@@ -254,7 +254,7 @@ def _row_tiles_softmax(output_row, input_row, n_cols, N_TILES: tl.constexpr, TIL
     VECTOR_EDGES (rows that are not whole vectors): the row's lanes start at its first VEC-aligned element, first_col
     in (-VEC, 0] (see _row_bases), so every access is a whole vector; the tiles read and write only the vectors wholly
     inside the row, and the two that straddle its ends are read first, apart, element by element, added to the
-    row's max and sum, and written after the tiles (round 55)."""
+    row's max and sum, and written after the tiles (rounds 55-56)."""
     cols = tl.arange(0, TILE)
     tiles = ()  # unrolled at compile time: tiles[k] is the row's columns [k * TILE, (k + 1) * TILE)
     in_type: tl.constexpr = input_row.dtype.element_ty
@@ -1326,24 +1326,20 @@ class Plan(NamedTuple):
 # take the tile kernel with VECTOR_EDGES (whole-vector accesses from each row's first aligned element), 1 vector a
 # thread unrolled 4x for 2-byte rows (2 vectors spill 30-38 registers with the edge selects): +6% to +43% over
 # tile-stream's one-segment rows on both GPUs.
-# Since rounds 50-52 (...-row-tiles-edges{,-more}.json, ...-edges-apart.json, ...-h200-straddle.json) every row-tiles
-# launch reads rows that are not whole vectors in whole vectors from their first aligned element (VECTOR_EDGES), and
-# the odd 2-byte rows take, against the element-wise row-tiles or the kernels they had: to 8,191 float32 tiles of 2,048
-# (+3.5% at 6,001 on both GPUs); 8,193-10,233 (5 such tiles) float32 tiles under 64 registers with the two straddling
-# vectors read before the row (+2.3% to +4.6% at 10,001 on the H200 over kept tiles; +7% to +12% over element-wise);
-# to 20,473 (10 tiles) tiles kept in their type under 64 registers, four programs an SM (+14% to +30% on the H200,
-# +4% to +13% on the H100 at 12,801-20,001; float32 tiles there need 80-128 registers and lose); from 20,474 kept
-# 4,096 x 8 under 128, as whole-vector rows from 28,001 (+6% to +73% at 24,001-40,001, +24-33% at 50,001 with 16-18
-# registers spilled). Odd 2-byte rows of 57,345-131,072 take the tile kernel with 2 vectors unrolled 2x and the edge
-# tiles apart from the unmasked inner ones (EDGES_APART: +3% to +9% at 65,535-131,071); aligned rows and odd fp32 rows
-# lost 3-16% with the edges apart, so they keep the loop form. The rows above that say "tiles of 2,048" for odd rows
-# or "tile kernel" for odd 2-byte rows of 32k-57k describe the table before. Since round 55 the tiles read and write only
-# the vectors wholly inside the row and the two straddling vectors are read apart, so no tile selects element by
-# element (5 tiles of 2,048 fp16: 544 SASS instructions against 632); the five-tile rows (8,193-10,233 2-byte,
-# -10,237 fp32) are capped at 64 registers, where ptxas would take 74 for fp32 and run three programs an SM, not four
-# (round 53 lost 11 points at fp32 10,001 that way). Since round 56 the edge tiles take no run-time branch, so a row's
-# loads go out in one batch: odd 10,001 at 97.5% of copy on the H200 (from 90-91%) and 98% on the H100; the kept rows
-# now spill 2-6 registers at 12,801-20,001 and 40,001 and lose up to 2.6% there (...-odd-ab.json).
+# Since rounds 50-56 (...-row-tiles-edges{,-more}.json, ...-edges-apart.json, ...-odd-ab.json) every row-tiles launch
+# reads rows that are not whole vectors from their first aligned element (VECTOR_EDGES): the tiles read and write only
+# the vectors wholly inside the row, masked at compile time in the first tile and the last two (no run-time branch, so
+# a row's loads go out in one batch: round 56), and the two vectors that straddle the row's ends are read apart. Odd
+# 2-byte rows then take, against the element-wise row-tiles or the kernels they had (H200 / H100): to 8,191 float32
+# tiles of 2,048 (6,001: +18% / +6%); 8,193-10,233 (5 such tiles; fp32 to 10,237) float32 tiles under 64 registers, where
+# fp32 would take 74 and run three programs an SM, not four (10,001: +22% / +8%, to 97.5% and 98% of copy); to 20,473
+# (10 tiles) tiles kept in their type under 64 registers, four programs an SM (12,801-20,001: +14-30% / +4-13% in round
+# 50, less 0-2% since round 56, where 2-4 registers spill; float32 tiles there need 80-128 registers and lose); from
+# 20,474 kept 4,096 x 8 under 128, as whole-vector rows from 28,001 (24,001-50,001: +22-83% / +8-50%). Odd 2-byte rows
+# of 57,345-131,072 take the tile kernel with 2 vectors unrolled 2x and the edge tiles apart from the unmasked inner
+# ones (EDGES_APART: +3% to +9% at 65,535-131,071); aligned rows and odd fp32 rows lost 3-16% with the edges apart, so
+# they keep the loop form. The rows above that say "tiles of 2,048" for odd rows or "tile kernel" for odd 2-byte rows
+# of 32k-57k describe the table before.
 SOFTMAX_PLANS = (
     #     op          max_cols  min_rows bytes path      rows  block  warps  progs stages segment unroll
     Plan("forward",        64,        0,  0, "rows",      64,     0,     4,    0),
@@ -1599,8 +1595,7 @@ def _forward_row_tiles(y, x, tile, num_warps, align, log2=False, keep_input=Fals
     lanes = n_cols + vec - 1 if vector_edges else n_cols
     _launch(_row_tiles_fwd_kernel, (n_rows,), y, x, x.stride(0), y.stride(0), n_cols, N_TILES=triton.cdiv(lanes, tile),
             TILE=tile, ALIGN=align, LOAD_EVICT=ROW_TILES_LOAD_EVICT, LOG2=log2, GUARD=_log2_guard(x, log2),
-            KEEP_INPUT=keep_input, PTX=_inline_ptx(x), VEC=vec, VECTOR_EDGES=vector_edges,
-            num_warps=num_warps,
+            KEEP_INPUT=keep_input, PTX=_inline_ptx(x), VEC=vec, VECTOR_EDGES=vector_edges, num_warps=num_warps,
             **({"maxnreg": maxnreg} if maxnreg else {}))
 
 
