@@ -1101,30 +1101,25 @@ def _tile_row_write(output_row, input_row, first_col, n_cols, n_blocks, row_max,
 
 
 @triton.jit
-def _tile_rows_edges_apart(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
-                           TILE_ROWS: tl.constexpr, VEC: tl.constexpr, ALIGN: tl.constexpr, UNROLL: tl.constexpr,
-                           LOG2: tl.constexpr, GUARD: tl.constexpr, VECTOR_EDGES: tl.constexpr):
-    """_tile_online_fwd_kernel with EDGES_APART: each row as one segment of tile-stream, without the exchange."""
-    n_cols = n_cols // ALIGN * ALIGN
-    input_row_stride = input_row_stride // ALIGN * ALIGN
-    output_row_stride = output_row_stride // ALIGN * ALIGN
-    for row_idx in range(tl.program_id(0), n_rows, tl.num_programs(0)):
-        in_base, out_base, first_col, n_blocks = _row_bases(row_idx, input_row_stride, output_row_stride, n_cols,
-                                                            TILE_ROWS * VEC, VEC if VECTOR_EDGES else 1)
-        row_max, row_sum = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, 0, n_blocks,
-                                                 TILE_ROWS, VEC, UNROLL, LOG2, 0, VECTOR_EDGES)
-        # row_max is -inf for a fully -inf row only: its sum is 0, and its outputs NaN (x - max), as torch gives
-        inv_row_sum = 1.0 / row_sum
-        scale = LOG2E
-        if GUARD:  # a row whose scaled max is infinite (see LOG2E) is read again, with exp(x - max)
-            natural = tl.abs(row_max) == float("inf")
-            if natural:
-                row_max, row_sum = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, 0, n_blocks,
-                                                         TILE_ROWS, VEC, UNROLL, False, 0, VECTOR_EDGES)
-                inv_row_sum = 1.0 / row_sum
-            scale = _guard_scale(natural)
-        _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, 0, n_blocks,
-                            row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL, LOG2, scale, VECTOR_EDGES)
+def _tile_row_edges_apart(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks,
+                          TILE_ROWS: tl.constexpr, VEC: tl.constexpr, UNROLL: tl.constexpr, LOG2: tl.constexpr,
+                          GUARD: tl.constexpr, VECTOR_EDGES: tl.constexpr):
+    """One row of _tile_online_fwd_kernel with EDGES_APART: the row as one segment of tile-stream, without the
+    exchange."""
+    row_max, row_sum = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, 0, n_blocks,
+                                             TILE_ROWS, VEC, UNROLL, LOG2, 0, VECTOR_EDGES)
+    # row_max is -inf for a fully -inf row only: its sum is 0, and its outputs NaN (x - max), as torch gives
+    inv_row_sum = 1.0 / row_sum
+    scale = LOG2E
+    if GUARD:  # a row whose scaled max is infinite (see LOG2E) is read again, with exp(x - max)
+        natural = tl.abs(row_max) == float("inf")
+        if natural:
+            row_max, row_sum = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, 0, n_blocks,
+                                                     TILE_ROWS, VEC, UNROLL, False, 0, VECTOR_EDGES)
+            inv_row_sum = 1.0 / row_sum
+        scale = _guard_scale(natural)
+    _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, 0, n_blocks,
+                        row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL, LOG2, scale, VECTOR_EDGES)
 
 
 @triton.jit
@@ -1139,10 +1134,6 @@ def _tile_online_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_
     each row's steps start at its first 16-byte-aligned element, so accesses stay whole vectors (see _tile_load).
     EDGES_APART: the loops read the row's inner tiles unmasked and its two edge tiles after them, as one segment of
     tile-stream does (_tile_segment_max_sum, _tile_segment_write)."""
-    if EDGES_APART:
-        _tile_rows_edges_apart(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols, TILE_ROWS,
-                               VEC, ALIGN, UNROLL, LOG2, GUARD, VECTOR_EDGES)
-        return
     n_cols = n_cols // ALIGN * ALIGN
     input_row_stride = input_row_stride // ALIGN * ALIGN
     output_row_stride = output_row_stride // ALIGN * ALIGN
@@ -1150,19 +1141,23 @@ def _tile_online_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_
         # without VECTOR_EDGES the rows start where they start (first_col 0): a base aligned to one element
         in_base, out_base, first_col, n_blocks = _row_bases(row_idx, input_row_stride, output_row_stride, n_cols,
                                                             TILE_ROWS * VEC, VEC if VECTOR_EDGES else 1)
-        input_row = input_ptr + in_base
-        output_row = output_ptr + out_base
-        row_max, inv_row_sum = _tile_row_stats(input_row, first_col, n_cols, n_blocks, TILE_ROWS, VEC, UNROLL, LOG2,
-                                               VECTOR_EDGES)
-        scale = LOG2E
-        if GUARD:  # a row whose scaled max is infinite (see LOG2E) is read again, with exp(x - max)
-            natural = tl.abs(row_max) == float("inf")
-            if natural:
-                row_max, inv_row_sum = _tile_row_stats(input_row, first_col, n_cols, n_blocks, TILE_ROWS, VEC, UNROLL,
-                                                       False, VECTOR_EDGES)
-            scale = _guard_scale(natural)
-        _tile_row_write(output_row, input_row, first_col, n_cols, n_blocks, row_max, inv_row_sum, TILE_ROWS, VEC,
-                        UNROLL, LOG2, scale, VECTOR_EDGES)
+        if EDGES_APART:
+            _tile_row_edges_apart(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, TILE_ROWS, VEC,
+                                  UNROLL, LOG2, GUARD, VECTOR_EDGES)
+        else:
+            input_row = input_ptr + in_base
+            output_row = output_ptr + out_base
+            row_max, inv_row_sum = _tile_row_stats(input_row, first_col, n_cols, n_blocks, TILE_ROWS, VEC, UNROLL,
+                                                   LOG2, VECTOR_EDGES)
+            scale = LOG2E
+            if GUARD:  # a row whose scaled max is infinite (see LOG2E) is read again, with exp(x - max)
+                natural = tl.abs(row_max) == float("inf")
+                if natural:
+                    row_max, inv_row_sum = _tile_row_stats(input_row, first_col, n_cols, n_blocks, TILE_ROWS, VEC,
+                                                           UNROLL, False, VECTOR_EDGES)
+                scale = _guard_scale(natural)
+            _tile_row_write(output_row, input_row, first_col, n_cols, n_blocks, row_max, inv_row_sum, TILE_ROWS, VEC,
+                            UNROLL, LOG2, scale, VECTOR_EDGES)
 
 
 # Seed 003's autotuning grid. Under TRITON_INTERPRET timings mean nothing (and the autotuner's
