@@ -182,25 +182,6 @@ def _row_tile_inside(first_col, n_cols, k, TILE: tl.constexpr, VEC: tl.constexpr
 
 
 @triton.jit
-def _row_tile_edge_load(input_row, first_col, n_cols, k, TILE: tl.constexpr, VEC: tl.constexpr,
-                        LOAD_EVICT: tl.constexpr):
-    """Tile k of a row that hangs over one of its ends, read from the row's aligned base: its vectors wholly inside
-    the row, in the input's type, and -inf for the others; the two vectors that straddle the row's ends are read
-    apart (see _straddling_vectors). (Read whole here and set to -inf element by element, the straddling columns
-    cost a compare and a select on every element of the edge tiles: notes/kernels.md, round 55.)"""
-    return tl.load(input_row + k * TILE + tl.arange(0, TILE), mask=_row_tile_inside(first_col, n_cols, k, TILE, VEC),
-                   other=float("-inf"), eviction_policy=LOAD_EVICT)
-
-
-@triton.jit
-def _row_tile_edge_store(output_row, y, first_col, n_cols, k, TILE: tl.constexpr, VEC: tl.constexpr):
-    """Store tile k of a row that hangs over one of its ends, from its aligned base: the vectors wholly inside the
-    row (the two that straddle its ends are written element by element apart: see _row_tiles_softmax). (Storing
-    them here too, under a second, per-element mask, lost 1-10% on the H200: notes/kernels.md, round 52.)"""
-    tl.store(output_row + k * TILE + tl.arange(0, TILE), y, mask=_row_tile_inside(first_col, n_cols, k, TILE, VEC))
-
-
-@triton.jit
 def _straddling_vectors(input_row, first_col, n_cols, VEC: tl.constexpr):
     """((offsets, mask, x in float32) of the vector holding column 0, and of the one holding column n_cols - 1) of a
     row from its aligned base, each masked to the row's columns, and wholly masked unless it straddles one of the row's
@@ -219,14 +200,19 @@ def _straddling_vectors(input_row, first_col, n_cols, VEC: tl.constexpr):
 @triton.jit
 def _row_tile_load(input_row, first_col, n_cols, k, N_TILES: tl.constexpr, TILE: tl.constexpr, VEC: tl.constexpr,
                    LOAD_EVICT: tl.constexpr):
-    """Tile k of N_TILES of a row read from its aligned base (N_TILES = cdiv(n_cols + VEC - 1, TILE), TILE >= 2 VEC):
-    the first tile and the last two may hang over the row's ends (the one before the last only when the row starts
-    on a vector) and are masked by vector; the tiles inside are read unmasked. No branch: a run-time test on the one
-    before the last split the row's loads into two batches, each waited for in turn (notes/kernels.md, round 56)."""
+    """Tile k of N_TILES of a row read from its aligned base (N_TILES = cdiv(n_cols + VEC - 1, TILE), TILE >= 2 VEC),
+    in the input's type. The first tile and the last two may hang over the row's ends (the one before the last only
+    when the row starts on a vector): they read only the vectors wholly inside the row, -inf for the rest, and the
+    two vectors that straddle the row's ends are read apart (see _straddling_vectors); the tiles inside are read
+    unmasked. (Set to -inf element by element instead, the straddling columns cost a compare and a select on every
+    element of the edge tiles, round 55; a run-time test on the one before the last split the row's loads into two
+    batches, each waited for in turn, round 56: notes/kernels.md.)"""
+    cols = tl.arange(0, TILE)
     if k == 0 or k >= N_TILES - 2:
-        x = _row_tile_edge_load(input_row, first_col, n_cols, k, TILE, VEC, LOAD_EVICT)
+        x = tl.load(input_row + k * TILE + cols, mask=_row_tile_inside(first_col, n_cols, k, TILE, VEC),
+                    other=float("-inf"), eviction_policy=LOAD_EVICT)
     else:
-        x = tl.load(input_row + k * TILE + tl.arange(0, TILE), eviction_policy=LOAD_EVICT)
+        x = tl.load(input_row + k * TILE + cols, eviction_policy=LOAD_EVICT)
     return x
 
 
@@ -234,11 +220,14 @@ def _row_tile_load(input_row, first_col, n_cols, k, N_TILES: tl.constexpr, TILE:
 def _row_tile_store(output_row, y, first_col, n_cols, k, N_TILES: tl.constexpr, TILE: tl.constexpr,
                     VEC: tl.constexpr):
     """Store tile k of N_TILES of a row from its aligned base, the tiles that may hang over its ends as
-    _row_tile_load reads them."""
+    _row_tile_load reads them: only their vectors wholly inside the row (the two that straddle its ends are written
+    element by element apart: see _row_tiles_softmax; storing them here too, under a second, per-element mask, lost
+    1-10% on the H200, round 52)."""
+    cols = tl.arange(0, TILE)
     if k == 0 or k >= N_TILES - 2:
-        _row_tile_edge_store(output_row, y, first_col, n_cols, k, TILE, VEC)
+        tl.store(output_row + k * TILE + cols, y, mask=_row_tile_inside(first_col, n_cols, k, TILE, VEC))
     else:
-        tl.store(output_row + k * TILE + tl.arange(0, TILE), y)
+        tl.store(output_row + k * TILE + cols, y)
 
 
 @triton.jit

@@ -132,8 +132,7 @@ def contiguous_align(n_cols, dtype):
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("n_cols", [5_001, 8_193, 10_001, 10_233, 10_234, 14_332, 16_385, 20_002, 20_473, 20_474, 27_996,
-                                    28_001,
-                                    30_004, 32_767, 40_001, 57_343])
+                                    28_001, 30_004, 32_767, 40_001, 57_343])
 def test_rows_not_of_whole_vectors_take_row_tiles_in_whole_vectors(n_cols, dtype):
     """2-byte rows of 4k-57k columns that are not whole 16-byte vectors take row-tiles, read in whole vectors from
     their first aligned element (round 50): to 8,191 tiles of 2,048 lanes in float32; to 10 such tiles (20,473
@@ -579,10 +578,10 @@ ROW_TILES_CONFIGS = [(64, 1), (128, 2), (512, 4)]
 def edge_test_input(view, dtype):
     """(x, y, outside) for the kernels that read odd rows in whole vectors: x one of stream_views' views, or its
     contiguous rows cut to 296 columns (37 whole vectors), to 250 (odd, shorter) or to 3 (inside one vector, or across
-    two); y its output, sitting in a
-    buffer poisoned with 1234.5 whose parts outside y (views of it, in a list) must keep it. For contiguous views y shares x's odd row stride
-    and base alignment, so odd rows can start at their first 16-byte-aligned element; the other views cannot
-    (col_slice: strides differ; unaligned_base: bases) or need not (whole_vectors)."""
+    two); y its output, sitting in a buffer poisoned with 1234.5 whose parts outside y (views of it, in a list) must
+    keep it. For contiguous views y shares x's odd row stride and base alignment, so odd rows can start at their first
+    16-byte-aligned element; the other views cannot (col_slice: strides differ; unaligned_base: bases) or need not
+    (whole_vectors)."""
     views = stream_views(dtype)
     cut = {"whole_vectors": 296, "short_odd": 250, "tiny_odd": 3}
     x = views["contiguous"][:, :cut[view]].contiguous() if view in cut else views[view]
@@ -685,8 +684,8 @@ def test_stream_segments_and_grid():
                                   "whole_vectors"])
 @pytest.mark.parametrize("edges_apart", [False, True], ids=["edges_in_loop", "edges_apart"])
 def test_tile_kernel(edges_apart, view, vector_edges, dtype):
-    """1 warp x 1 vector per step: 256 (fp16) or 128 (fp32) columns a step, 2-3 steps a row. The output rows sit in
-    a wider buffer poisoned with 1234.5, and the columns beyond them must keep it. With vector_edges the odd rows
+    """1 warp x 1 vector per step: 256 (fp16) or 128 (fp32) columns a step, 2-3 steps a row; every element of each
+    row written, and nothing outside the rows (see edge_test_input). With vector_edges the odd rows
     whose tensors share a row stride and 16-byte-aligned bases (contiguous) start their steps at their first
     16-byte-aligned element; the others keep the per-element kernel (unaligned_base, col_slice) or take no edges
     (whole_vectors)."""
