@@ -1406,6 +1406,16 @@ TILE_STREAM_WAIT_PREFETCH = 1
 # for rows that are not whole vectors, +1.5-2% (fp32) and +3-22% (2-byte) at 262,147 and 777,777 columns on the
 # H100 and H200 (notes/probes/2026-11-22-h{100,200}-vector-edges.json). Only for such rows (_vector_edges).
 TILE_STREAM_VECTOR_EDGES = True
+# A persistent grid (tile, tile-stream) runs its items in rounds of one item a program. Where the last round
+# would fill at most half the grid (1,342 rows of 100,000 2-byte columns on 132 SMs: 10 rounds and 22 rows),
+# its rows run after the full rounds instead, on the table's path for that few rows: tile-stream, whose
+# segments then shrink so that every program has one (_few_rows_segment). A lone SM reads no faster than one
+# among many (the first pass is latency-bound, round 32), so the 22 rows had cost a whole round
+# (notes/kernels.md, round 57).
+BALANCE_TAIL = True
+# Segments of a row as even as whole blocks allow: with 8-block segments fp32 100,000 columns (13 blocks) were
+# cut 8 + 5, and a row's two segments wait for each other (round 57).
+EVEN_SEGMENTS = True
 # Exchange programs re-read their row's slots up to this many times (~0.5 us each, an L2 round
 # trip) before computing missing partials from the input. Co-resident siblings publish within
 # a few microseconds, so this only runs out when they are not running.
@@ -1710,7 +1720,10 @@ def _stream_segments(n_cols, elem_bytes, block_size, segment_bytes, align, vec, 
     base = 8 * vec if line else vec
     max_blocks = triton.cdiv(n_cols + base - min(base, align), block_size)
     blocks_per_segment = max(1, int(min(max_blocks, segment_bytes // (block_size * elem_bytes))))
-    return triton.cdiv(max_blocks, blocks_per_segment), blocks_per_segment
+    n_segments = triton.cdiv(max_blocks, blocks_per_segment)
+    if EVEN_SEGMENTS:  # as many segments, as even as whole blocks allow (13 blocks: 7 + 6, not 8 + 5)
+        blocks_per_segment = triton.cdiv(max_blocks, n_segments)
+    return n_segments, blocks_per_segment
 
 
 def _few_rows_segment(segment_bytes: float, n_rows: int, row_bytes: int, n_programs: int) -> float:
@@ -1774,11 +1787,8 @@ def _l2_prefetch_steps(x: torch.Tensor) -> int:
     return TILE_STREAM_PREFETCH if _inline_ptx(x) else 0
 
 
-def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, segment_bytes, align, unroll=1,
-                         log2=False, wait_prefetch=None, one_warp_from=0, kernel=None, vector_edges=None):
-    """Launch the tile-stream forward (or a probe's copy of its kernel) on a persistent grid of (row, segment)
-    items."""
-    kernel = kernel or _tile_stream_fwd_kernel
+def _tile_stream_layout(y, x, vectors_per_thread, num_warps, programs_per_sm, segment_bytes, align):
+    """(vec, tile_rows, line, n_segments, blocks_per_segment) of a tile-stream forward from x into y."""
     n_rows, n_cols = x.shape
     vec = _exchange_vec(x.element_size(), x, y)
     tile_rows = 32 * num_warps * vectors_per_thread
@@ -1787,6 +1797,17 @@ def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, s
                                       programs_per_sm * _sm_count(x.device))
     n_segments, blocks_per_segment = _stream_segments(n_cols, x.element_size(), tile_rows * vec, segment_bytes,
                                                       align, vec, line)
+    return vec, tile_rows, line, n_segments, blocks_per_segment
+
+
+def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, segment_bytes, align, unroll=1,
+                         log2=False, wait_prefetch=None, one_warp_from=0, kernel=None, vector_edges=None):
+    """Launch the tile-stream forward (or a probe's copy of its kernel) on a persistent grid of (row, segment)
+    items."""
+    kernel = kernel or _tile_stream_fwd_kernel
+    n_rows, n_cols = x.shape
+    vec, tile_rows, line, n_segments, blocks_per_segment = _tile_stream_layout(
+        y, x, vectors_per_thread, num_warps, programs_per_sm, segment_bytes, align)
     slots = torch.zeros(n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=x.device)
     args = (y, x, slots, x.stride(0), y.stride(0), n_rows, n_cols, n_segments, blocks_per_segment, _max_polls())
     maxnreg = min(255, 65536 // (programs_per_sm * num_warps * 32) // 8 * 8)
@@ -1870,13 +1891,46 @@ def _run_backward_plan(dx, y, dy, plan, align):
                          maxnreg=plan.maxnreg)
 
 
+def _rows_per_round(y, x, plan, align) -> int:
+    """Rows that plan's persistent grid takes in one round of one item a program (tile, tile-stream), else 0."""
+    programs = plan.programs_per_sm * _sm_count(x.device)
+    if plan.path == "tile":
+        return programs
+    if plan.path == "tile-stream":
+        n_segments = _tile_stream_layout(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm,
+                                         plan.segment_bytes, align)[3]
+        return programs // n_segments
+    return 0
+
+
+def _row_multiple(*tensors) -> int:
+    """Least count of rows whose bytes keep every tensor's 16-byte alignment at a row offset."""
+    return 16 // math.gcd(16, *(t.stride(0) * t.element_size() for t in tensors))
+
+
+def _tail_rows(n_rows: int, rows_per_round: int, row_multiple: int = 1) -> int:
+    """Rows to run apart after the full rounds: those of a last round that would fill at most half the grid,
+    plus as few as keep the rows before them a multiple of row_multiple; 0 if there is no such round."""
+    tail = n_rows % rows_per_round if rows_per_round > 1 and n_rows > rows_per_round else 0
+    if not BALANCE_TAIL or tail == 0 or 2 * tail > rows_per_round:
+        return 0
+    return n_rows - (n_rows - tail) // row_multiple * row_multiple
+
+
 def softmax_forward(x: torch.Tensor) -> torch.Tensor:
-    """Softmax over the last dim of a 2-D tensor, on the SOFTMAX_PLANS path for its shape."""
+    """Softmax over the last dim of a 2-D tensor, on the SOFTMAX_PLANS path for its shape; rows of a last round
+    that would leave most of a persistent grid idle go after the full rounds, on the path for that many rows."""
     x = _as_rows(x, "x")
     y = _new_output(*x.shape, x)
     if x.numel():
+        n_rows, n_cols = x.shape
         align = _forward_align(y, x)
-        _run_forward_plan(y, x, _select_plan("forward", *x.shape, x.element_size(), x.device, align), align)
+        plan = _select_plan("forward", n_rows, n_cols, x.element_size(), x.device, align)
+        head = n_rows - _tail_rows(n_rows, _rows_per_round(y, x, plan, align), _row_multiple(x, y))
+        _run_forward_plan(y[:head], x[:head], plan, align)
+        if head < n_rows:
+            tail_plan = _select_plan("forward", n_rows - head, n_cols, x.element_size(), x.device, align)
+            _run_forward_plan(y[head:], x[head:], tail_plan, align)
     return y
 
 

@@ -6,7 +6,7 @@ again with TILE_STREAM_PREFETCH = 0, then times the three dispatchers shape by s
 each checked against float64 on every element first (the probe's 'dispatcher' line is the working tree).
 
     AB_BEFORE=/tmp/before.py python scripts/probe_ab.py [ab|backward|odd]   # on a CUDA machine; $OUT/probe_ab.json
-    python scripts/probe_ab.py backward_variants|line_bases             # no AB_BEFORE needed
+    python scripts/probe_ab.py backward_variants|line_bases|balance     # no AB_BEFORE needed
 """
 import importlib.util
 import os
@@ -114,7 +114,25 @@ def odd_ab_probe(out: list) -> None:
     forward_configs_probe("odd-ab", [10001, 12801], variants, out, dtypes=["float32"])
 
 
+# Round 57: a persistent grid's last round that would fill at most half of it runs apart (BALANCE_TAIL), and a
+# row's segments are as even as whole blocks allow (EVEN_SEGMENTS); each knob off, and both, against the working tree.
+TAIL_OFF = ("BALANCE_TAIL = True\n", "BALANCE_TAIL = False\n")
+EVEN_OFF = ("EVEN_SEGMENTS = True\n", "EVEN_SEGMENTS = False\n")
+
+
+def balance_probe(out: list) -> None:
+    """The working tree (dispatcher line) against BALANCE_TAIL and EVEN_SEGMENTS off, at 100,000-100,001 columns
+    (1,342 rows) and at two shapes neither changes (65,536 2-byte, 131,072 fp32)."""
+    variants = [("after", sm.softmax_forward)] + [
+        (label, rewritten(f"triton_softmax_b{i}", edits).softmax_forward)
+        for i, (label, edits) in enumerate({"no tail apart": [TAIL_OFF], "no even segments": [EVEN_OFF],
+                                            "before (neither)": [TAIL_OFF, EVEN_OFF]}.items())]
+    forward_configs_probe("balance", [100000, 100001], variants, out, ALL)
+    forward_configs_probe("balance", [65536], variants, out, ["float16"])
+    forward_configs_probe("balance", [131072], variants, out, ["float32"])
+
+
 if __name__ == "__main__":
     run_probes({"ab": ab_probe, "backward": backward_ab_probe, "backward_variants": backward_variants_probe,
-                "line_bases": line_bases_probe, "odd": odd_ab_probe},
+                "line_bases": line_bases_probe, "odd": odd_ab_probe, "balance": balance_probe},
                sys.argv[1:] or ["ab"], "probe_ab.json")
