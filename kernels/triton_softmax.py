@@ -913,13 +913,38 @@ def _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, first
 
 
 @triton.jit
+def _tile_row_edges_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, row_max, inv_row_sum,
+                          TILE_ROWS: tl.constexpr, VEC: tl.constexpr, LOG2: tl.constexpr, scale,
+                          VECTOR_EDGES: tl.constexpr):
+    """The write of a row's two edge tiles (the row holds two tiles or more) and, with VECTOR_EDGES, of the vectors
+    that straddle its ends, every load before the first store: one wait, where one a load had been (round 58)."""
+    x_first, first_offsets, first_mask = _load_edge(input_ptr, in_base, first_col, n_cols, 0, TILE_ROWS, VEC,
+                                                    VECTOR_EDGES)
+    x_last, last_offsets, last_mask = _load_edge(input_ptr, in_base, first_col, n_cols, n_blocks - 1, TILE_ROWS, VEC,
+                                                 VECTOR_EDGES)
+    if VECTOR_EDGES:
+        head_offsets, head_mask, x_head = _read_vector(input_ptr, in_base, first_col, n_cols, -first_col // VEC * VEC,
+                                                       VEC)
+        tail_offsets, tail_mask, x_tail = _read_vector(input_ptr, in_base, first_col, n_cols,
+                                                       (n_cols - 1 - first_col) // VEC * VEC, VEC)
+    tl.store(output_ptr + out_base + first_offsets,
+             _normalized(x_first, row_max, inv_row_sum, LOG2, scale).to(output_ptr.dtype.element_ty), mask=first_mask)
+    tl.store(output_ptr + out_base + last_offsets,
+             _normalized(x_last, row_max, inv_row_sum, LOG2, scale).to(output_ptr.dtype.element_ty), mask=last_mask)
+    if VECTOR_EDGES:
+        _store_vector(output_ptr, out_base, head_offsets, head_mask, x_head, row_max, inv_row_sum, LOG2, scale)
+        _store_vector(output_ptr, out_base, tail_offsets, tail_mask, x_tail, row_max, inv_row_sum, LOG2, scale)
+
+
+@triton.jit
 def _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, first_block,
                         end_block, row_max, inv_row_sum, TILE_ROWS: tl.constexpr, VEC: tl.constexpr,
                         UNROLL: tl.constexpr, LOG2: tl.constexpr = False, scale=LOG2E,
-                        VECTOR_EDGES: tl.constexpr = False):
+                        VECTOR_EDGES: tl.constexpr = False, EDGE_BATCH: tl.constexpr = False):
     """y = exp(x - row_max) * inv_row_sum over tiles [first_block, end_block), interior last to first
     (with LOG2, row_max is scaled by `scale`: see LOG2E and _guard_scale). With VECTOR_EDGES the edge tiles store
-    whole vectors, and the at most two vectors that straddle the row's ends element by element."""
+    whole vectors, and the at most two vectors that straddle the row's ends element by element. EDGE_BATCH: the
+    segment is a whole row of two tiles or more, whose edges are written by _tile_row_edges_write."""
     tile = tl.arange(0, TILE_ROWS)[:, None] * VEC + tl.arange(0, VEC)[None, :]
     lo = tl.maximum(first_block, 1)
     hi = tl.minimum(end_block, n_blocks - 1)
@@ -928,20 +953,24 @@ def _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_c
         x = tl.load(input_ptr + in_base + offsets, eviction_policy="evict_first").to(tl.float32)
         y = _normalized(x, row_max, inv_row_sum, LOG2, scale)
         tl.store(output_ptr + out_base + offsets, y.to(output_ptr.dtype.element_ty), cache_modifier=".cs")
-    for edge in tl.static_range(2):
-        block = 0 if edge == 0 else n_blocks - 1
-        if (first_block == 0) if edge == 0 else _holds_last_block(first_block, end_block, n_blocks):
-            x, offsets, store_mask = _load_edge(input_ptr, in_base, first_col, n_cols, block, TILE_ROWS, VEC,
-                                                VECTOR_EDGES)
-            y = _normalized(x, row_max, inv_row_sum, LOG2, scale)
-            tl.store(output_ptr + out_base + offsets, y.to(output_ptr.dtype.element_ty), mask=store_mask)
-    if VECTOR_EDGES:  # the vectors holding column 0 and column n_cols - 1 (a whole one is written twice, alike)
-        if first_block == 0:
-            _write_vector(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, -first_col // VEC * VEC,
-                          row_max, inv_row_sum, VEC, LOG2, scale)
-        if (end_block == n_blocks) & (first_block < n_blocks):
-            _write_vector(output_ptr, input_ptr, out_base, in_base, first_col, n_cols,
-                          (n_cols - 1 - first_col) // VEC * VEC, row_max, inv_row_sum, VEC, LOG2, scale)
+    if EDGE_BATCH:
+        _tile_row_edges_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, row_max,
+                              inv_row_sum, TILE_ROWS, VEC, LOG2, scale, VECTOR_EDGES)
+    else:
+        for edge in tl.static_range(2):
+            block = 0 if edge == 0 else n_blocks - 1
+            if (first_block == 0) if edge == 0 else _holds_last_block(first_block, end_block, n_blocks):
+                x, offsets, store_mask = _load_edge(input_ptr, in_base, first_col, n_cols, block, TILE_ROWS, VEC,
+                                                    VECTOR_EDGES)
+                y = _normalized(x, row_max, inv_row_sum, LOG2, scale)
+                tl.store(output_ptr + out_base + offsets, y.to(output_ptr.dtype.element_ty), mask=store_mask)
+        if VECTOR_EDGES:  # the vectors holding column 0 and column n_cols - 1 (a whole one is written twice, alike)
+            if first_block == 0:
+                _write_vector(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, -first_col // VEC * VEC,
+                              row_max, inv_row_sum, VEC, LOG2, scale)
+            if (end_block == n_blocks) & (first_block < n_blocks):
+                _write_vector(output_ptr, input_ptr, out_base, in_base, first_col, n_cols,
+                              (n_cols - 1 - first_col) // VEC * VEC, row_max, inv_row_sum, VEC, LOG2, scale)
 
 
 @triton.jit
@@ -1092,7 +1121,7 @@ def _tile_row_write(output_row, input_row, first_col, n_cols, n_blocks, row_max,
 @triton.jit
 def _tile_row_edges_apart(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks,
                           TILE_ROWS: tl.constexpr, VEC: tl.constexpr, UNROLL: tl.constexpr, LOG2: tl.constexpr,
-                          GUARD: tl.constexpr, VECTOR_EDGES: tl.constexpr):
+                          GUARD: tl.constexpr, VECTOR_EDGES: tl.constexpr, EDGE_BATCH: tl.constexpr = False):
     """One row of _tile_online_fwd_kernel with EDGES_APART: the row as one segment of tile-stream, without the
     exchange."""
     row_max, row_sum = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, 0, n_blocks,
@@ -1108,21 +1137,23 @@ def _tile_row_edges_apart(output_ptr, input_ptr, out_base, in_base, first_col, n
             inv_row_sum = 1.0 / row_sum
         scale = _guard_scale(natural)
     _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, 0, n_blocks,
-                        row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL, LOG2, scale, VECTOR_EDGES)
+                        row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL, LOG2, scale, VECTOR_EDGES, EDGE_BATCH)
 
 
 @triton.jit
 def _tile_online_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
                             TILE_ROWS: tl.constexpr, VEC: tl.constexpr, ALIGN: tl.constexpr,
                             UNROLL: tl.constexpr = 1, LOG2: tl.constexpr = False, GUARD: tl.constexpr = False,
-                            VECTOR_EDGES: tl.constexpr = False, EDGES_APART: tl.constexpr = False):
+                            VECTOR_EDGES: tl.constexpr = False, EDGES_APART: tl.constexpr = False,
+                            EDGE_BATCH: tl.constexpr = False):
     """Two-pass online softmax of rows program_id, program_id + num_programs, ... in steps of a
     [TILE_ROWS, VEC] tile: each thread owns whole VEC-element vectors, so the running (max, sum)
     is one pair per vector (few registers: many warps fit an SM) and costs 1 + 1/VEC exp per element.
     VECTOR_EDGES (rows that are not whole vectors; both tensors share one row stride and 16-byte-aligned bases):
     each row's steps start at its first 16-byte-aligned element, so accesses stay whole vectors (see _tile_load).
     EDGES_APART: the loops read the row's inner tiles unmasked and its two edge tiles after them, as one segment of
-    tile-stream does (_tile_segment_max_sum, _tile_segment_write)."""
+    tile-stream does (_tile_segment_max_sum, _tile_segment_write); with EDGE_BATCH (every row two tiles or more) its
+    write reads the edges in one batch (see TILE_EDGE_BATCH)."""
     n_cols = n_cols // ALIGN * ALIGN
     input_row_stride = input_row_stride // ALIGN * ALIGN
     output_row_stride = output_row_stride // ALIGN * ALIGN
@@ -1132,7 +1163,7 @@ def _tile_online_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_
                                                             TILE_ROWS * VEC, VEC if VECTOR_EDGES else 1)
         if EDGES_APART:
             _tile_row_edges_apart(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, TILE_ROWS, VEC,
-                                  UNROLL, LOG2, GUARD, VECTOR_EDGES)
+                                  UNROLL, LOG2, GUARD, VECTOR_EDGES, EDGE_BATCH)
         else:
             input_row = input_ptr + in_base
             output_row = output_ptr + out_base
@@ -1408,14 +1439,22 @@ TILE_STREAM_WAIT_PREFETCH = 1
 TILE_STREAM_VECTOR_EDGES = True
 # A persistent grid (tile, tile-stream) runs its items in rounds of one item a program. Where the last round
 # would fill at most half the grid (1,342 rows of 100,000 2-byte columns on 132 SMs: 10 rounds and 22 rows),
-# its rows run after the full rounds instead, on the table's path for that few rows: tile-stream, whose
-# segments then shrink so that every program has one (_few_rows_segment). A lone SM reads no faster than one
-# among many (the first pass is latency-bound, round 32), so the 22 rows had cost a whole round
-# (notes/kernels.md, round 57).
-BALANCE_TAIL = True
-# Segments of a row as even as whole blocks allow: with 8-block segments fp32 100,000 columns (13 blocks) were
-# cut 8 + 5, and a row's two segments wait for each other (round 57).
-EVEN_SEGMENTS = True
+# its rows can run after the full rounds instead, on the table's path for that few rows: tile-stream, whose
+# segments then shrink so that every program has one (_few_rows_segment). If a lone SM reads no faster than one
+# among many (the first pass is latency-bound, round 32), the 22 rows cost a whole round (notes/kernels.md,
+# round 57). Off until round 57's probe has measured it (scripts/probe_ab.py balance): the committed runs are of
+# the kernels without it.
+BALANCE_TAIL = False
+# Segments of a row as even as whole blocks allow: with 8-block segments fp32 100,000 columns (13 blocks) are
+# cut 8 + 5, and a row's two segments wait for each other (round 57). Off until measured, as BALANCE_TAIL.
+EVEN_SEGMENTS = False
+# Whether the tile kernel's write, with its edge tiles apart (odd 2-byte rows of 57k-131k columns), reads both edge
+# tiles and both straddling vectors before it stores any of them. In the sm_90 SASS of 100,001-column fp16 rows
+# (Triton 3.6, 64 registers) the write otherwise waits four times in a row for its edges' loads: the first tile,
+# the last tile, and each straddling vector; batched, twice (ptxas still splits the two tiles to stay in 64
+# registers), with no spills. Loading the first pass's edge tiles together as well compiled to the same serial
+# loads and spilled (notes/kernels.md, round 58). Off until measured (scripts/probe_ab.py balance).
+TILE_EDGE_BATCH = False
 # Exchange programs re-read their row's slots up to this many times (~0.5 us each, an L2 round
 # trip) before computing missing partials from the input. Co-resident siblings publish within
 # a few microseconds, so this only runs out when they are not running.
@@ -1614,7 +1653,14 @@ def _forward_tile_online(y, x, vectors_per_thread, num_warps, programs_per_sm, a
             TILE_ROWS=32 * num_warps * vectors_per_thread, VEC=16 // x.element_size(), ALIGN=align,
             UNROLL=unroll, LOG2=log2, GUARD=_log2_guard(x, log2),
             VECTOR_EDGES=_vector_edges(align, _exchange_vec(x.element_size(), x, y), vector_edges),
-            EDGES_APART=edges_apart, num_warps=num_warps, maxnreg=maxnreg)
+            EDGES_APART=edges_apart, EDGE_BATCH=_edge_batch(edges_apart, n_cols, 32 * num_warps * vectors_per_thread,
+                                                            x.element_size()),
+            num_warps=num_warps, maxnreg=maxnreg)
+
+
+def _edge_batch(edges_apart: bool, n_cols: int, tile_rows: int, elem_bytes: int) -> bool:
+    """TILE_EDGE_BATCH for a tile launch with its edge tiles apart whose every row holds two tiles or more."""
+    return bool(TILE_EDGE_BATCH and edges_apart and n_cols > tile_rows * (16 // elem_bytes))
 
 
 def _exchange_grid(n_items, n_chunks, num_warps, programs_per_sm, device):

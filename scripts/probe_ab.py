@@ -114,20 +114,30 @@ def odd_ab_probe(out: list) -> None:
     forward_configs_probe("odd-ab", [10001, 12801], variants, out, dtypes=["float32"])
 
 
-# Round 57: a persistent grid's last round that would fill at most half of it runs apart (BALANCE_TAIL), and a
-# row's segments are as even as whole blocks allow (EVEN_SEGMENTS); each knob off, and both, against the working tree.
-TAIL_OFF = ("BALANCE_TAIL = True\n", "BALANCE_TAIL = False\n")
-EVEN_OFF = ("EVEN_SEGMENTS = True\n", "EVEN_SEGMENTS = False\n")
+# Rounds 57-58: a persistent grid's last round that would fill at most half of it runs apart (BALANCE_TAIL), a row's
+# segments as even as whole blocks allow (EVEN_SEGMENTS), and the tile kernel's write reads its edges in one batch
+# (TILE_EDGE_BATCH): combinations of the knobs, whatever the working tree's defaults are (its own dispatcher is the
+# 'dispatcher' line).
+KNOBS = ("BALANCE_TAIL", "EVEN_SEGMENTS", "TILE_EDGE_BATCH")
+KNOB_COMBOS = {"none (c60f2b1)": (False, False, False), "tail apart, even segments": (True, True, False),
+               "edge batch": (False, False, True), "all three": (True, True, True)}
+
+
+def knobs_set(values: tuple) -> list:
+    """Rewrites that set each of KNOBS to its value in values, from whichever value the working tree has."""
+    source = Path(sm.__file__).read_text()
+    return [(f"{knob} = {not value}\n", f"{knob} = {value}\n") for knob, value in zip(KNOBS, values)
+            if f"{knob} = {not value}\n" in source]
 
 
 def balance_probe(out: list) -> None:
-    """The working tree (dispatcher line) against BALANCE_TAIL and EVEN_SEGMENTS off, at 100,000-100,001 columns
-    (1,342 rows) and at two shapes neither changes (65,536 2-byte, 131,072 fp32)."""
-    variants = [("after", sm.softmax_forward)] + [
-        (label, rewritten(f"triton_softmax_b{i}", edits).softmax_forward)
-        for i, (label, edits) in enumerate({"no tail apart": [TAIL_OFF], "no even segments": [EVEN_OFF],
-                                            "before (neither)": [TAIL_OFF, EVEN_OFF]}.items())]
+    """KNOB_COMBOS at 100,000-100,001 columns (1,342 rows: the last round holds 22), at odd 2-byte rows of the tile
+    kernel's edges-apart band whose rounds are full enough (65,535, 131,071), and at two shapes none of the knobs
+    changes (65,536 2-byte, 131,072 fp32)."""
+    variants = [(label, rewritten(f"triton_softmax_b{i}", knobs_set(values)).softmax_forward)
+                for i, (label, values) in enumerate(KNOB_COMBOS.items())]
     forward_configs_probe("balance", [100000, 100001], variants, out, ALL)
+    forward_configs_probe("balance", [65535, 131071], variants, out, ["float16", "bfloat16"])
     forward_configs_probe("balance", [65536], variants, out, ["float16"])
     forward_configs_probe("balance", [131072], variants, out, ["float32"])
 

@@ -667,7 +667,9 @@ def test_stream_backward_kernel(view, block_size, programs_per_sm, segment_block
     assert_grad(dx, expected, dtype)
 
 
-def test_tail_rows_run_apart_only_when_the_last_round_is_at_most_half_full():
+def test_tail_rows_run_apart_only_when_the_last_round_is_at_most_half_full(monkeypatch):
+    assert sm._tail_rows(1342, 132) == (22 if sm.BALANCE_TAIL else 0)  # the default, whichever it is
+    monkeypatch.setattr(sm, "BALANCE_TAIL", True)
     assert sm._tail_rows(1342, 132) == 22                # 10 rounds and 22 rows (100,000 columns on 132 SMs)
     assert sm._tail_rows(1342, 66) == 22                 # the same rows in two segments each
     assert sm._tail_rows(2048, 132) == 0                 # the last round holds 68 of 132: kept
@@ -679,7 +681,10 @@ def test_tail_rows_run_apart_only_when_the_last_round_is_at_most_half_full():
     assert sm._row_multiple(torch.empty(2, 100_000, dtype=torch.float16)) == 1
 
 
-def test_even_segments():
+def test_even_segments(monkeypatch):
+    monkeypatch.setattr(sm, "EVEN_SEGMENTS", False)
+    assert sm._stream_segments(13 * 16, 2, 16, 8 * 16 * 2, 16 // 2, 8) == (2, 8)
+    monkeypatch.setattr(sm, "EVEN_SEGMENTS", True)
     # 13 blocks of at most 8: 7 + 6, not 8 + 5
     assert sm._stream_segments(13 * 16, 2, 16, 8 * 16 * 2, 16 // 2, 8) == (2, 7)
     assert sm._stream_segments(16 * 16, 2, 16, 8 * 16 * 2, 16 // 2, 8) == (2, 8)
@@ -692,8 +697,10 @@ def test_even_segments():
 ], ids=["fp16", "bf16-odd", "fp32"])
 def test_last_round_runs_apart(n_rows, n_cols, dtype, paths, monkeypatch, poisoned_outputs):
     """On 4 SMs a last round of one row would leave three idle: it runs after the full rounds, every element of
-    both parts written."""
+    both parts written; without BALANCE_TAIL one launch takes them all."""
     monkeypatch.setattr(sm, "_sm_count", lambda device: 4)
+    monkeypatch.setattr(sm, "BALANCE_TAIL", True)
+    monkeypatch.setattr(sm, "EVEN_SEGMENTS", True)
     kernels = {sm._tile_online_fwd_kernel: "tile", sm._tile_stream_fwd_kernel: "tile-stream"}
     launched, launch = [], sm._launch
     monkeypatch.setattr(sm, "_launch", lambda kernel, grid, *args, **kwargs: (
@@ -703,6 +710,10 @@ def test_last_round_runs_apart(n_rows, n_cols, dtype, paths, monkeypatch, poison
     assert_softmax(sm.softmax_forward(x), x)
     assert [path for path, _ in launched] == paths
     assert sum(rows for _, rows in launched) == n_rows
+    monkeypatch.setattr(sm, "BALANCE_TAIL", False)
+    launched.clear()
+    assert_softmax(sm.softmax_forward(x), x)
+    assert launched == [(paths[0], n_rows)]
 
 
 @pytest.mark.skipif(not INTERPRETING, reason="the grid arithmetic with the interpreter's 1 SM and no compile")
@@ -720,13 +731,15 @@ def test_stream_segments_and_grid():
 @pytest.mark.parametrize("vector_edges", [False, True], ids=["element_edges", "vector_edges"])
 @pytest.mark.parametrize("view", ["contiguous", "short_odd", "tiny_odd", "col_slice", "unaligned_base",
                                   "whole_vectors"])
-@pytest.mark.parametrize("edges_apart", [False, True], ids=["edges_in_loop", "edges_apart"])
-def test_tile_kernel(edges_apart, view, vector_edges, dtype):
+@pytest.mark.parametrize("edges_apart,edge_batch", [(False, False), (True, False), (True, True)],
+                         ids=["edges_in_loop", "edges_apart", "edges_apart_batched"])
+def test_tile_kernel(edges_apart, edge_batch, view, vector_edges, dtype, monkeypatch):
     """1 warp x 1 vector per step: 256 (fp16) or 128 (fp32) columns a step, 2-3 steps a row; every element of each
     row written, and nothing outside the rows (see edge_test_input). With vector_edges the odd rows
     whose tensors share a row stride and 16-byte-aligned bases (contiguous) start their steps at their first
     16-byte-aligned element; the others keep the per-element kernel (unaligned_base, col_slice) or take no edges
-    (whole_vectors)."""
+    (whole_vectors). With TILE_EDGE_BATCH the write reads its edges in one batch (rows of two steps or more)."""
+    monkeypatch.setattr(sm, "TILE_EDGE_BATCH", edge_batch)
     x, y, outside = edge_test_input(view, dtype)
     align = sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0))
     sm._forward_tile_online(y, x, 1, 1, 2, align, vector_edges=vector_edges, edges_apart=edges_apart)
