@@ -940,15 +940,29 @@ def _tile_row_edges_write(output_ptr, input_ptr, out_base, in_base, first_col, n
 def _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, first_block,
                         end_block, row_max, inv_row_sum, TILE_ROWS: tl.constexpr, VEC: tl.constexpr,
                         UNROLL: tl.constexpr, LOG2: tl.constexpr = False, scale=LOG2E,
-                        VECTOR_EDGES: tl.constexpr = False, EDGE_BATCH: tl.constexpr = False):
+                        VECTOR_EDGES: tl.constexpr = False, EDGE_BATCH: tl.constexpr = False,
+                        WRITE_PAIRS: tl.constexpr = False):
     """y = exp(x - row_max) * inv_row_sum over tiles [first_block, end_block), interior last to first
     (with LOG2, row_max is scaled by `scale`: see LOG2E and _guard_scale). With VECTOR_EDGES the edge tiles store
     whole vectors, and the at most two vectors that straddle the row's ends element by element. EDGE_BATCH: the
-    segment is a whole row of two tiles or more, whose edges are written by _tile_row_edges_write."""
+    segment is a whole row of two tiles or more, whose edges are written by _tile_row_edges_write. WRITE_PAIRS: the
+    inner tiles are read two at a time before either is stored (see TILE_WRITE_PAIRS)."""
     tile = tl.arange(0, TILE_ROWS)[:, None] * VEC + tl.arange(0, VEC)[None, :]
     lo = tl.maximum(first_block, 1)
     hi = tl.minimum(end_block, n_blocks - 1)
-    for k in tl.range(0, hi - lo, loop_unroll_factor=UNROLL):
+    if WRITE_PAIRS:
+        for k in tl.range(0, (hi - lo) // 2, loop_unroll_factor=max(1, UNROLL // 2)):
+            offsets = (hi - 1 - 2 * k) * (TILE_ROWS * VEC) + tile
+            x = tl.load(input_ptr + in_base + offsets, eviction_policy="evict_first").to(tl.float32)
+            x_next = tl.load(input_ptr + in_base + offsets - TILE_ROWS * VEC, eviction_policy="evict_first")
+            tl.store(output_ptr + out_base + offsets,
+                     _normalized(x, row_max, inv_row_sum, LOG2, scale).to(output_ptr.dtype.element_ty),
+                     cache_modifier=".cs")
+            tl.store(output_ptr + out_base + offsets - TILE_ROWS * VEC,
+                     _normalized(x_next.to(tl.float32), row_max, inv_row_sum, LOG2, scale).to(
+                         output_ptr.dtype.element_ty), cache_modifier=".cs")
+    paired = (hi - lo) // 2 * 2 if WRITE_PAIRS else 0  # the last inner tile of an odd count is left for this loop
+    for k in tl.range(paired, hi - lo, loop_unroll_factor=1 if WRITE_PAIRS else UNROLL):
         offsets = (hi - 1 - k) * (TILE_ROWS * VEC) + tile
         x = tl.load(input_ptr + in_base + offsets, eviction_policy="evict_first").to(tl.float32)
         y = _normalized(x, row_max, inv_row_sum, LOG2, scale)
@@ -1021,7 +1035,8 @@ def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, 
                             SEGMENTS_BLOCK: tl.constexpr, ALIGN: tl.constexpr, VEC: tl.constexpr,
                             UNROLL: tl.constexpr, LOG2: tl.constexpr = False, GUARD: tl.constexpr = False,
                             PREFETCH: tl.constexpr = 0, LINE: tl.constexpr = False, POLL_SLEEP: tl.constexpr = 0,
-                            WAIT_PREFETCH: tl.constexpr = 0, VECTOR_EDGES: tl.constexpr = False):
+                            WAIT_PREFETCH: tl.constexpr = 0, VECTOR_EDGES: tl.constexpr = False,
+                            WRITE_PAIRS: tl.constexpr = False):
     """The stream kernel on the tile kernel's register diet: [TILE_ROWS, VEC] tiles with one running
     (max, sum) per vector, plain loads (no shared-memory stages), so many warps fit an SM."""
     n_cols = n_cols // ALIGN * ALIGN
@@ -1057,7 +1072,8 @@ def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, 
                 inv_row_sum = 1.0 / row_sum
             scale = _guard_scale(natural)
         _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, first_block,
-                            end_block, row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL, LOG2, scale, VECTOR_EDGES)
+                            end_block, row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL, LOG2, scale, VECTOR_EDGES,
+                            WRITE_PAIRS=WRITE_PAIRS)
 
 
 @triton.jit
@@ -1094,14 +1110,40 @@ def _tile_row_stats(input_row, first_col, n_cols, n_blocks, TILE_ROWS: tl.conste
 
 
 @triton.jit
+def _tile_store(output_row, x, block, first_col, n_cols, row_max, inv_row_sum, TILE_ROWS: tl.constexpr,
+                VEC: tl.constexpr, LOG2: tl.constexpr, scale, VECTOR_EDGES: tl.constexpr):
+    """Store y = exp(x - row_max) * inv_row_sum of one [TILE_ROWS, VEC] tile that _tile_load read."""
+    offsets = block * (TILE_ROWS * VEC) + tl.arange(0, TILE_ROWS)[:, None] * VEC + tl.arange(0, VEC)[None, :]
+    y = _normalized(x, row_max, inv_row_sum, LOG2, scale).to(output_row.dtype.element_ty)
+    if VECTOR_EDGES:
+        _, inside = _tile_edge_vectors(first_col, n_cols, block, TILE_ROWS, VEC)
+        tl.store(output_row + offsets, y, mask=inside, cache_modifier=".cs")
+    else:
+        tl.store(output_row + offsets, y, mask=offsets < n_cols, cache_modifier=".cs")
+
+
+@triton.jit
 def _tile_row_write(output_row, input_row, first_col, n_cols, n_blocks, row_max, inv_row_sum, TILE_ROWS: tl.constexpr,
                     VEC: tl.constexpr, UNROLL: tl.constexpr, LOG2: tl.constexpr, scale=LOG2E,
-                    VECTOR_EDGES: tl.constexpr = False):
+                    VECTOR_EDGES: tl.constexpr = False, WRITE_PAIRS: tl.constexpr = False):
     """y = exp(x - row_max) * inv_row_sum over one row, last step first (its tail is likeliest in L2);
     with LOG2, row_max is scaled by `scale` (see LOG2E and _guard_scale). With VECTOR_EDGES the steps store whole
-    vectors, and the at most two vectors that straddle the row's ends are stored element by element after them."""
+    vectors, and the at most two vectors that straddle the row's ends are stored element by element after them.
+    WRITE_PAIRS: steps read two at a time before either is stored (see TILE_WRITE_PAIRS)."""
     tile = tl.arange(0, TILE_ROWS)[:, None] * VEC + tl.arange(0, VEC)[None, :]
-    for k in tl.range(0, n_blocks, loop_unroll_factor=UNROLL):
+    if WRITE_PAIRS:
+        for k in tl.range(0, n_blocks // 2, loop_unroll_factor=max(1, UNROLL // 2)):
+            block = n_blocks - 1 - 2 * k
+            x = _tile_load(input_row, first_col, n_cols, block * (TILE_ROWS * VEC) + tile, block, TILE_ROWS, VEC,
+                           VECTOR_EDGES, "evict_first")
+            x_next = _tile_load(input_row, first_col, n_cols, (block - 1) * (TILE_ROWS * VEC) + tile, block - 1,
+                                TILE_ROWS, VEC, VECTOR_EDGES, "evict_first")
+            _tile_store(output_row, x, block, first_col, n_cols, row_max, inv_row_sum, TILE_ROWS, VEC, LOG2, scale,
+                        VECTOR_EDGES)
+            _tile_store(output_row, x_next, block - 1, first_col, n_cols, row_max, inv_row_sum, TILE_ROWS, VEC, LOG2,
+                        scale, VECTOR_EDGES)
+    paired = n_blocks // 2 * 2 if WRITE_PAIRS else 0  # the last step of an odd count is left for this loop
+    for k in tl.range(paired, n_blocks, loop_unroll_factor=1 if WRITE_PAIRS else UNROLL):
         block = n_blocks - 1 - k
         offsets = block * (TILE_ROWS * VEC) + tile
         x = _tile_load(input_row, first_col, n_cols, offsets, block, TILE_ROWS, VEC, VECTOR_EDGES, "evict_first")
@@ -1121,7 +1163,8 @@ def _tile_row_write(output_row, input_row, first_col, n_cols, n_blocks, row_max,
 @triton.jit
 def _tile_row_edges_apart(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks,
                           TILE_ROWS: tl.constexpr, VEC: tl.constexpr, UNROLL: tl.constexpr, LOG2: tl.constexpr,
-                          GUARD: tl.constexpr, VECTOR_EDGES: tl.constexpr, EDGE_BATCH: tl.constexpr = False):
+                          GUARD: tl.constexpr, VECTOR_EDGES: tl.constexpr, EDGE_BATCH: tl.constexpr = False,
+                          WRITE_PAIRS: tl.constexpr = False):
     """One row of _tile_online_fwd_kernel with EDGES_APART: the row as one segment of tile-stream, without the
     exchange."""
     row_max, row_sum = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, 0, n_blocks,
@@ -1137,7 +1180,8 @@ def _tile_row_edges_apart(output_ptr, input_ptr, out_base, in_base, first_col, n
             inv_row_sum = 1.0 / row_sum
         scale = _guard_scale(natural)
     _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, 0, n_blocks,
-                        row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL, LOG2, scale, VECTOR_EDGES, EDGE_BATCH)
+                        row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL, LOG2, scale, VECTOR_EDGES, EDGE_BATCH,
+                        WRITE_PAIRS)
 
 
 @triton.jit
@@ -1145,7 +1189,7 @@ def _tile_online_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_
                             TILE_ROWS: tl.constexpr, VEC: tl.constexpr, ALIGN: tl.constexpr,
                             UNROLL: tl.constexpr = 1, LOG2: tl.constexpr = False, GUARD: tl.constexpr = False,
                             VECTOR_EDGES: tl.constexpr = False, EDGES_APART: tl.constexpr = False,
-                            EDGE_BATCH: tl.constexpr = False):
+                            EDGE_BATCH: tl.constexpr = False, WRITE_PAIRS: tl.constexpr = False):
     """Two-pass online softmax of rows program_id, program_id + num_programs, ... in steps of a
     [TILE_ROWS, VEC] tile: each thread owns whole VEC-element vectors, so the running (max, sum)
     is one pair per vector (few registers: many warps fit an SM) and costs 1 + 1/VEC exp per element.
@@ -1163,7 +1207,7 @@ def _tile_online_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_
                                                             TILE_ROWS * VEC, VEC if VECTOR_EDGES else 1)
         if EDGES_APART:
             _tile_row_edges_apart(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, TILE_ROWS, VEC,
-                                  UNROLL, LOG2, GUARD, VECTOR_EDGES, EDGE_BATCH)
+                                  UNROLL, LOG2, GUARD, VECTOR_EDGES, EDGE_BATCH, WRITE_PAIRS)
         else:
             input_row = input_ptr + in_base
             output_row = output_ptr + out_base
@@ -1177,7 +1221,7 @@ def _tile_online_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_
                                                            UNROLL, False, VECTOR_EDGES)
                 scale = _guard_scale(natural)
             _tile_row_write(output_row, input_row, first_col, n_cols, n_blocks, row_max, inv_row_sum, TILE_ROWS, VEC,
-                            UNROLL, LOG2, scale, VECTOR_EDGES)
+                            UNROLL, LOG2, scale, VECTOR_EDGES, WRITE_PAIRS)
 
 
 # Seed 003's autotuning grid. Under TRITON_INTERPRET timings mean nothing (and the autotuner's
@@ -1442,7 +1486,7 @@ TILE_STREAM_VECTOR_EDGES = True
 # its rows can run after the full rounds instead, on the table's path for that few rows: tile-stream, whose
 # segments then shrink so that every program has one (_few_rows_segment). If a lone SM reads no faster than one
 # among many (the first pass is latency-bound, round 32), the 22 rows cost a whole round (notes/kernels.md,
-# round 57). Off until round 57's probe has measured it (scripts/probe_ab.py balance): the committed runs are of
+# round 57). Off until round 57's probe has measured it (scripts/probe_ab.py knobs): the committed runs are of
 # the kernels without it.
 BALANCE_TAIL = False
 # Segments of a row as even as whole blocks allow: with 8-block segments fp32 100,000 columns (13 blocks) are
@@ -1453,8 +1497,16 @@ EVEN_SEGMENTS = False
 # (Triton 3.6, 64 registers) the write otherwise waits four times in a row for its edges' loads: the first tile,
 # the last tile, and each straddling vector; batched, twice (ptxas still splits the two tiles to stay in 64
 # registers), with no spills. Loading the first pass's edge tiles together as well compiled to the same serial
-# loads and spilled (notes/kernels.md, round 58). Off until measured (scripts/probe_ab.py balance).
+# loads and spilled (notes/kernels.md, round 58). Off until measured (scripts/probe_ab.py knobs).
 TILE_EDGE_BATCH = False
+# Whether the second pass of the tile and tile-stream kernels (the write: re-read a tile from L2, store its softmax)
+# reads its tiles two at a time before it stores either. Each store may alias the next tile's load (nothing tells the
+# compiler that x and y do not overlap), so the next load waits behind it: in the sm_90 SASS (Triton 3.6) the write
+# loop goes load, load, store, store per tile whatever the unroll, one L2 round trip a tile, 32 KB in flight an SM.
+# Paired, it goes four loads then four stores (64 KB), at the same 64 registers and no spills. Pass 2 took as long
+# as pass 1 (round 6: 88 against 90 us at 131,072 fp16 on the H200) while it moves its bytes from L2, not HBM
+# (notes/kernels.md, round 59). Off until measured (scripts/probe_ab.py knobs).
+TILE_WRITE_PAIRS = False
 # Exchange programs re-read their row's slots up to this many times (~0.5 us each, an L2 round
 # trip) before computing missing partials from the input. Co-resident siblings publish within
 # a few microseconds, so this only runs out when they are not running.
@@ -1655,7 +1707,7 @@ def _forward_tile_online(y, x, vectors_per_thread, num_warps, programs_per_sm, a
             VECTOR_EDGES=_vector_edges(align, _exchange_vec(x.element_size(), x, y), vector_edges),
             EDGES_APART=edges_apart, EDGE_BATCH=_edge_batch(edges_apart, n_cols, 32 * num_warps * vectors_per_thread,
                                                             x.element_size()),
-            num_warps=num_warps, maxnreg=maxnreg)
+            WRITE_PAIRS=TILE_WRITE_PAIRS, num_warps=num_warps, maxnreg=maxnreg)
 
 
 def _edge_batch(edges_apart: bool, n_cols: int, tile_rows: int, elem_bytes: int) -> bool:
@@ -1860,7 +1912,8 @@ def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, s
     kwargs = dict(TILE_ROWS=tile_rows, ALIGN=align, VEC=vec, UNROLL=unroll, LOG2=log2, GUARD=_log2_guard(x, log2),
                   PREFETCH=_l2_prefetch_steps(x), LINE=line, **_slot_polling(x, n_segments, num_warps, one_warp_from),
                   WAIT_PREFETCH=_wait_prefetch_blocks(x, n_segments, wait_prefetch),
-                  VECTOR_EDGES=_vector_edges(align, vec, vector_edges), num_warps=num_warps, maxnreg=maxnreg)
+                  VECTOR_EDGES=_vector_edges(align, vec, vector_edges), WRITE_PAIRS=TILE_WRITE_PAIRS,
+                  num_warps=num_warps, maxnreg=maxnreg)
     n_programs = _persistent_programs(kernel, args, kwargs, n_rows * n_segments, n_segments, programs_per_sm,
                                       x.device)
     _launch(kernel, (n_programs,), *args, **kwargs)

@@ -6,7 +6,7 @@ again with TILE_STREAM_PREFETCH = 0, then times the three dispatchers shape by s
 each checked against float64 on every element first (the probe's 'dispatcher' line is the working tree).
 
     AB_BEFORE=/tmp/before.py python scripts/probe_ab.py [ab|backward|odd]   # on a CUDA machine; $OUT/probe_ab.json
-    python scripts/probe_ab.py backward_variants|line_bases|balance     # no AB_BEFORE needed
+    python scripts/probe_ab.py backward_variants|line_bases|knobs       # no AB_BEFORE needed
 """
 import importlib.util
 import os
@@ -114,13 +114,15 @@ def odd_ab_probe(out: list) -> None:
     forward_configs_probe("odd-ab", [10001, 12801], variants, out, dtypes=["float32"])
 
 
-# Rounds 57-58: a persistent grid's last round that would fill at most half of it runs apart (BALANCE_TAIL), a row's
-# segments as even as whole blocks allow (EVEN_SEGMENTS), and the tile kernel's write reads its edges in one batch
-# (TILE_EDGE_BATCH): combinations of the knobs, whatever the working tree's defaults are (its own dispatcher is the
-# 'dispatcher' line).
-KNOBS = ("BALANCE_TAIL", "EVEN_SEGMENTS", "TILE_EDGE_BATCH")
-KNOB_COMBOS = {"none (c60f2b1)": (False, False, False), "tail apart, even segments": (True, True, False),
-               "edge batch": (False, False, True), "all three": (True, True, True)}
+# Rounds 57-59, prepared without a GPU and committed off: a persistent grid's last round that would fill at most half
+# of it runs apart (BALANCE_TAIL), a row's segments as even as whole blocks allow (EVEN_SEGMENTS), the tile kernel's
+# write reads an odd row's edges in one batch (TILE_EDGE_BATCH), and the write of the tile and tile-stream kernels
+# reads its tiles two at a time (TILE_WRITE_PAIRS). Combinations of the knobs, whatever the working tree's defaults
+# are (its own dispatcher is the 'dispatcher' line).
+KNOBS = ("BALANCE_TAIL", "EVEN_SEGMENTS", "TILE_EDGE_BATCH", "TILE_WRITE_PAIRS")
+KNOB_COMBOS = {"none (c60f2b1)": (False, False, False, False), "tail apart, even segments": (True, True, False, False),
+               "edge batch": (False, False, True, False), "write pairs": (False, False, False, True),
+               "all four": (True, True, True, True)}
 
 
 def knobs_set(values: tuple) -> list:
@@ -130,19 +132,19 @@ def knobs_set(values: tuple) -> list:
             if f"{knob} = {not value}\n" in source]
 
 
-def balance_probe(out: list) -> None:
+def knobs_probe(out: list) -> None:
     """KNOB_COMBOS at 100,000-100,001 columns (1,342 rows: the last round holds 22), at odd 2-byte rows of the tile
-    kernel's edges-apart band whose rounds are full enough (65,535, 131,071), and at two shapes none of the knobs
-    changes (65,536 2-byte, 131,072 fp32)."""
-    variants = [(label, rewritten(f"triton_softmax_b{i}", knobs_set(values)).softmax_forward)
+    kernel's edges-apart band whose rounds are full enough (65,535, 131,071), and at long rows of the tile and
+    tile-stream kernels, which only the write pairs change (65,536-1M)."""
+    variants = [(label, rewritten(f"triton_softmax_k{i}", knobs_set(values)).softmax_forward)
                 for i, (label, values) in enumerate(KNOB_COMBOS.items())]
-    forward_configs_probe("balance", [100000, 100001], variants, out, ALL)
-    forward_configs_probe("balance", [65535, 131071], variants, out, ["float16", "bfloat16"])
-    forward_configs_probe("balance", [65536], variants, out, ["float16"])
-    forward_configs_probe("balance", [131072], variants, out, ["float32"])
+    forward_configs_probe("knobs", [100000, 100001], variants, out, ALL)
+    forward_configs_probe("knobs", [65535, 131071], variants, out, ["float16", "bfloat16"])
+    forward_configs_probe("knobs", [65536, 131072, 262144, 1048576], variants, out, ["float16", "float32"])
+    forward_configs_probe("knobs", [777777], variants, out, ["float16"])
 
 
 if __name__ == "__main__":
     run_probes({"ab": ab_probe, "backward": backward_ab_probe, "backward_variants": backward_variants_probe,
-                "line_bases": line_bases_probe, "odd": odd_ab_probe, "balance": balance_probe},
+                "line_bases": line_bases_probe, "odd": odd_ab_probe, "knobs": knobs_probe},
                sys.argv[1:] or ["ab"], "probe_ab.json")

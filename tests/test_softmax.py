@@ -747,6 +747,34 @@ def test_tile_kernel(edges_apart, edge_batch, view, vector_edges, dtype, monkeyp
     assert untouched(outside)
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("n_cols", [1_536, 1_501, 1_277], ids=lambda n: f"{n}cols")
+@pytest.mark.parametrize("path", ["tile_loop", "tile_edges_apart", "tile_stream_one_segment", "tile_stream_segments"])
+def test_write_pairs(path, n_cols, dtype, monkeypatch):
+    """TILE_WRITE_PAIRS: the write reads its inner tiles two at a time (steps of one warp x one vector: 256 fp16 or
+    128 fp32 columns, so 5-12 tiles a row, an even and an odd count of inner ones), every element written and
+    nothing outside the rows; the tile kernel in its loop form and with its edges apart, tile-stream in one segment a
+    row and in several."""
+    monkeypatch.setattr(sm, "TILE_WRITE_PAIRS", True)
+    big_x = make_input((3, n_cols + 13), dtype)
+    big_x[1, ::5] = float("-inf")
+    big_y = torch.full_like(big_x, 1234.5)
+    x, y = big_x[:, 8:8 + n_cols], big_y[:, 8:8 + n_cols]  # 16-byte-aligned bases, one shared row stride
+    align = sm._vector_align(x.element_size(), n_cols, x.stride(0), y.stride(0))
+    odd = align * x.element_size() < 16
+    if path.startswith("tile_stream"):
+        tile_bytes = 32 * sm._exchange_vec(x.element_size(), x, y) * x.element_size()
+        segment_bytes = math.inf if path == "tile_stream_one_segment" else 5 * tile_bytes
+        sm._forward_tile_stream(y, x, 1, 1, 2, segment_bytes, align, 2, vector_edges=True)
+    else:
+        sm._forward_tile_online(y, x, 1, 1, 2, align, unroll=4, vector_edges=odd,
+                                edges_apart=path == "tile_edges_apart")
+    assert_softmax(y, x)
+    beside = torch.ones_like(big_y, dtype=torch.bool)
+    beside[:, 8:8 + n_cols] = False
+    assert (big_y[beside] == 1234.5).all()
+
+
 def test_tile_kernel_takes_vector_edges_only_for_rows_that_are_not_whole_vectors(monkeypatch):
     """VECTOR_EDGES compiles only for odd rows whose tensors share a row stride and 16-byte-aligned bases: rows of
     whole vectors keep exactly the kernel of before (round 41's sweeps: the edge code slowed them by 1-13%)."""
