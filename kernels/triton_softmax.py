@@ -757,8 +757,9 @@ def _stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, slots_ptr, g
                        output_row_stride, grad_output_row_stride, n_rows, n_cols, n_segments, blocks_per_segment,
                        max_polls, BLOCK_SIZE: tl.constexpr, SEGMENTS_BLOCK: tl.constexpr, ALIGN: tl.constexpr,
                        VEC: tl.constexpr, NUM_STAGES: tl.constexpr, LINE: tl.constexpr = False,
-                       POLL_SLEEP: tl.constexpr = 0):
-    """Two-HBM-pass softmax backward of long rows: y, dy streamed twice, sum(y * dy) exchanged."""
+                       POLL_SLEEP: tl.constexpr = 0, WRITE_PAIRS: tl.constexpr = False):
+    """Two-HBM-pass softmax backward of long rows: y, dy streamed twice, sum(y * dy) exchanged. WRITE_PAIRS: the
+    second pass reads its blocks two at a time before it stores either (see STREAM_WRITE_PAIRS)."""
     n_cols = n_cols // ALIGN * ALIGN
     grad_input_row_stride = grad_input_row_stride // ALIGN * ALIGN
     output_row_stride = output_row_stride // ALIGN * ALIGN
@@ -792,7 +793,20 @@ def _stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, slots_ptr, g
         lo = tl.maximum(first_block, 1)
         hi = tl.minimum(end_block, n_blocks - 1)
         # backwards, so the blocks read last in pass 1 are re-read first, from L2
-        for k in tl.range(0, hi - lo, num_stages=NUM_STAGES):
+        if WRITE_PAIRS:
+            for k in tl.range(0, (hi - lo) // 2, num_stages=NUM_STAGES):
+                offsets = (hi - 1 - 2 * k) * BLOCK_SIZE + idx
+                y = tl.load(output_ptr + y_base + offsets, eviction_policy="evict_first")
+                dy = tl.load(grad_output_ptr + dy_base + offsets, eviction_policy="evict_first")
+                y_next = tl.load(output_ptr + y_base + offsets - BLOCK_SIZE, eviction_policy="evict_first")
+                dy_next = tl.load(grad_output_ptr + dy_base + offsets - BLOCK_SIZE, eviction_policy="evict_first")
+                tl.store(grad_input_ptr + dx_base + offsets,
+                         (y.to(tl.float32) * (dy.to(tl.float32) - row_dot)).to(grad_input_ptr.dtype.element_ty))
+                tl.store(grad_input_ptr + dx_base + offsets - BLOCK_SIZE,
+                         (y_next.to(tl.float32) * (dy_next.to(tl.float32) - row_dot)).to(
+                             grad_input_ptr.dtype.element_ty))
+        paired = (hi - lo) // 2 * 2 if WRITE_PAIRS else 0  # the last block of an odd count is left for this loop
+        for k in tl.range(paired, hi - lo, num_stages=NUM_STAGES):
             offsets = (hi - 1 - k) * BLOCK_SIZE + idx
             y = tl.load(output_ptr + y_base + offsets, eviction_policy="evict_first").to(tl.float32)
             dy = tl.load(grad_output_ptr + dy_base + offsets, eviction_policy="evict_first").to(tl.float32)
@@ -1507,6 +1521,11 @@ TILE_EDGE_BATCH = False
 # as pass 1 (round 6: 88 against 90 us at 131,072 fp16 on the H200) while it moves its bytes from L2, not HBM
 # (notes/kernels.md, round 59). Off until measured (scripts/probe_ab.py knobs).
 TILE_WRITE_PAIRS = False
+# The same for the backward's stream kernel, whose second pass reads y and dy and writes dx: in its sm_90 SASS a
+# block's four loads then two stores, the next block's loads behind them; paired, eight loads then four stores, at 64
+# registers and nothing spilled (fp16 under its cap of 64, fp32 at ptxas's choice). Off until measured
+# (scripts/probe_ab.py knobs; notes/kernels.md, round 59).
+STREAM_WRITE_PAIRS = False
 # Exchange programs re-read their row's slots up to this many times (~0.5 us each, an L2 round
 # trip) before computing missing partials from the input. Co-resident siblings publish within
 # a few microseconds, so this only runs out when they are not running.
@@ -1933,8 +1952,8 @@ def _backward_stream(dx, y, dy, block_size, num_warps, programs_per_sm, num_stag
     args = (dx, y, dy, slots, dx.stride(0), y.stride(0), dy.stride(0), n_rows, n_cols, n_segments,
             blocks_per_segment, _max_polls())
     kwargs = dict(BLOCK_SIZE=block_size, ALIGN=align, VEC=vec, NUM_STAGES=num_stages, LINE=line,
-                  **_slot_polling(y, n_segments, num_warps, one_warp_from, slot_lanes), num_warps=num_warps,
-                  **({"maxnreg": maxnreg} if maxnreg else {}))
+                  **_slot_polling(y, n_segments, num_warps, one_warp_from, slot_lanes), WRITE_PAIRS=STREAM_WRITE_PAIRS,
+                  num_warps=num_warps, **({"maxnreg": maxnreg} if maxnreg else {}))
     n_programs = _persistent_programs(_stream_bwd_kernel, args, kwargs, n_rows * n_segments, n_segments,
                                       programs_per_sm, y.device)
     _launch(_stream_bwd_kernel, (n_programs,), *args, **kwargs)

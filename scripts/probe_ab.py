@@ -6,7 +6,7 @@ again with TILE_STREAM_PREFETCH = 0, then times the three dispatchers shape by s
 each checked against float64 on every element first (the probe's 'dispatcher' line is the working tree).
 
     AB_BEFORE=/tmp/before.py python scripts/probe_ab.py [ab|backward|odd]   # on a CUDA machine; $OUT/probe_ab.json
-    python scripts/probe_ab.py backward_variants|line_bases|knobs       # no AB_BEFORE needed
+    python scripts/probe_ab.py backward_variants|line_bases|knobs|knobs_backward   # no AB_BEFORE
 """
 import importlib.util
 import os
@@ -117,34 +117,44 @@ def odd_ab_probe(out: list) -> None:
 # Rounds 57-59, prepared without a GPU and committed off: a persistent grid's last round that would fill at most half
 # of it runs apart (BALANCE_TAIL), a row's segments as even as whole blocks allow (EVEN_SEGMENTS), the tile kernel's
 # write reads an odd row's edges in one batch (TILE_EDGE_BATCH), and the write of the tile and tile-stream kernels
-# reads its tiles two at a time (TILE_WRITE_PAIRS). Combinations of the knobs, whatever the working tree's defaults
-# are (its own dispatcher is the 'dispatcher' line).
-KNOBS = ("BALANCE_TAIL", "EVEN_SEGMENTS", "TILE_EDGE_BATCH", "TILE_WRITE_PAIRS")
-KNOB_COMBOS = {"none (c60f2b1)": (False, False, False, False), "tail apart, even segments": (True, True, False, False),
-               "edge batch": (False, False, True, False), "write pairs": (False, False, False, True),
-               "all four": (True, True, True, True)}
+# (TILE_WRITE_PAIRS) and of the backward's stream kernel (STREAM_WRITE_PAIRS) reads its tiles two at a time. Each
+# variant sets the knobs it names, whatever the working tree's defaults are, and the others off (its own dispatcher
+# is the 'dispatcher' line).
+KNOBS = ("BALANCE_TAIL", "EVEN_SEGMENTS", "TILE_EDGE_BATCH", "TILE_WRITE_PAIRS", "STREAM_WRITE_PAIRS")
+FORWARD_VARIANTS = {"none (c60f2b1)": (), "tail apart, even segments": ("BALANCE_TAIL", "EVEN_SEGMENTS"),
+                    "edge batch": ("TILE_EDGE_BATCH",), "write pairs": ("TILE_WRITE_PAIRS",),
+                    "all four": ("BALANCE_TAIL", "EVEN_SEGMENTS", "TILE_EDGE_BATCH", "TILE_WRITE_PAIRS")}
+BACKWARD_VARIANTS = {"none (c60f2b1)": (), "write pairs": ("STREAM_WRITE_PAIRS",)}
 
 
-def knobs_set(values: tuple) -> list:
-    """Rewrites that set each of KNOBS to its value in values, from whichever value the working tree has."""
+def with_knobs(name: str, on: tuple):
+    """The working tree's module with the KNOBS named in on set True and the rest False."""
     source = Path(sm.__file__).read_text()
-    return [(f"{knob} = {not value}\n", f"{knob} = {value}\n") for knob, value in zip(KNOBS, values)
-            if f"{knob} = {not value}\n" in source]
+    return rewritten(name, [(f"{knob} = {knob not in on}\n", f"{knob} = {knob in on}\n") for knob in KNOBS
+                            if f"{knob} = {knob not in on}\n" in source])
 
 
 def knobs_probe(out: list) -> None:
-    """KNOB_COMBOS at 100,000-100,001 columns (1,342 rows: the last round holds 22), at odd 2-byte rows of the tile
-    kernel's edges-apart band whose rounds are full enough (65,535, 131,071), and at long rows of the tile and
+    """FORWARD_VARIANTS at 100,000-100,001 columns (1,342 rows: the last round holds 22), at odd 2-byte rows of the
+    tile kernel's edges-apart band whose rounds are full enough (65,535, 131,071), and at long rows of the tile and
     tile-stream kernels, which only the write pairs change (65,536-1M)."""
-    variants = [(label, rewritten(f"triton_softmax_k{i}", knobs_set(values)).softmax_forward)
-                for i, (label, values) in enumerate(KNOB_COMBOS.items())]
+    variants = [(label, with_knobs(f"triton_softmax_k{i}", on).softmax_forward)
+                for i, (label, on) in enumerate(FORWARD_VARIANTS.items())]
     forward_configs_probe("knobs", [100000, 100001], variants, out, ALL)
     forward_configs_probe("knobs", [65535, 131071], variants, out, ["float16", "bfloat16"])
     forward_configs_probe("knobs", [65536, 131072, 262144, 1048576], variants, out, ["float16", "float32"])
     forward_configs_probe("knobs", [777777], variants, out, ["float16"])
 
 
+def knobs_backward_probe(out: list) -> None:
+    """BACKWARD_VARIANTS at the backward's stream rows (65,536-1M)."""
+    variants = [(label, with_knobs(f"triton_softmax_kb{i}", on).softmax_backward)
+                for i, (label, on) in enumerate(BACKWARD_VARIANTS.items())]
+    backward_configs_probe("knobs-backward", [65536, 131072, 262144, 1048576], variants, out, ["float16", "float32"])
+
+
 if __name__ == "__main__":
     run_probes({"ab": ab_probe, "backward": backward_ab_probe, "backward_variants": backward_variants_probe,
-                "line_bases": line_bases_probe, "odd": odd_ab_probe, "knobs": knobs_probe},
+                "line_bases": line_bases_probe, "odd": odd_ab_probe, "knobs": knobs_probe,
+                "knobs_backward": knobs_backward_probe},
                sys.argv[1:] or ["ab"], "probe_ab.json")

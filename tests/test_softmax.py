@@ -261,8 +261,8 @@ vec = 4 if sys.argv[1] == "fp32" else 8
 for wait_prefetch in (0, sm.TILE_STREAM_WAIT_PREFETCH):
     constexprs = dict(TILE_ROWS=2048, SEGMENTS_BLOCK=8, ALIGN=vec, VEC=vec, UNROLL=1, LOG2=vec == 8,
                       GUARD=sys.argv[1] == "bf16", PREFETCH=sm.TILE_STREAM_PREFETCH, LINE=True,
-                      POLL_SLEEP=sm.POLL_SLEEP_NS, WAIT_PREFETCH=wait_prefetch, VECTOR_EDGES=sm.TILE_STREAM_VECTOR_EDGES,
-                      WRITE_PAIRS=sm.TILE_WRITE_PAIRS)
+                      POLL_SLEEP=sm.POLL_SLEEP_NS, WAIT_PREFETCH=wait_prefetch,
+                      VECTOR_EDGES=sm.TILE_STREAM_VECTOR_EDGES, WRITE_PAIRS=sm.TILE_WRITE_PAIRS)
     kernel = triton.compile(ASTSource(fn=sm._tile_stream_fwd_kernel, signature=signature, constexprs=constexprs),
                             target=GPUTarget("cuda", 90, 32), options={"num_warps": 32, "maxnreg": 64})
     ptx = kernel.asm["ptx"]
@@ -749,6 +749,23 @@ def test_last_round_runs_apart(n_rows, n_cols, dtype, paths, monkeypatch, poison
     launched.clear()
     assert_softmax(sm.softmax_forward(x), x)
     assert launched == [(paths[0], n_rows)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("n_cols", [1_024, 1_001, 1_109], ids=lambda n: f"{n}cols")
+@pytest.mark.parametrize("segment_blocks", [math.inf, 5], ids=["one_segment", "segments"])
+def test_stream_backward_write_pairs(segment_blocks, n_cols, dtype, monkeypatch):
+    """STREAM_WRITE_PAIRS: the backward's second pass reads its blocks two at a time (blocks of 64 columns, so 16-19
+    a row, even and odd inner counts), in one segment a row and in several; every element of dx written."""
+    monkeypatch.setattr(sm, "STREAM_WRITE_PAIRS", True)
+    x = make_input((3, n_cols), dtype)
+    y_in = torch.softmax(x.double(), -1).to(dtype)
+    dy = make_input(x.shape, dtype, seed=1)
+    dx = torch.full(x.shape, 1234.5, dtype=dtype, device=DEVICE)
+    align = sm._vector_align(x.element_size(), n_cols, dx.stride(0), y_in.stride(0), dy.stride(0))
+    sm._backward_stream(dx, y_in, dy, 64, 4, 2, 1, segment_blocks * 64 * 2 * x.element_size(), align)
+    expected = y_in.double() * (dy.double() - (y_in.double() * dy.double()).sum(-1, keepdim=True))
+    assert_grad(dx, expected, dtype)
 
 
 @pytest.mark.skipif(not INTERPRETING, reason="the grid arithmetic with the interpreter's 1 SM and no compile")
