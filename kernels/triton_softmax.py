@@ -1159,14 +1159,10 @@ def _tile_row_write(output_row, input_row, first_col, n_cols, n_blocks, row_max,
     paired = n_blocks // 2 * 2 if WRITE_PAIRS else 0  # the last step of an odd count is left for this loop
     for k in tl.range(paired, n_blocks, loop_unroll_factor=1 if WRITE_PAIRS else UNROLL):
         block = n_blocks - 1 - k
-        offsets = block * (TILE_ROWS * VEC) + tile
-        x = _tile_load(input_row, first_col, n_cols, offsets, block, TILE_ROWS, VEC, VECTOR_EDGES, "evict_first")
-        y = _normalized(x, row_max, inv_row_sum, LOG2, scale).to(output_row.dtype.element_ty)
-        if VECTOR_EDGES:
-            _, inside = _tile_edge_vectors(first_col, n_cols, block, TILE_ROWS, VEC)
-            tl.store(output_row + offsets, y, mask=inside, cache_modifier=".cs")
-        else:
-            tl.store(output_row + offsets, y, mask=offsets < n_cols, cache_modifier=".cs")
+        x = _tile_load(input_row, first_col, n_cols, block * (TILE_ROWS * VEC) + tile, block, TILE_ROWS, VEC,
+                       VECTOR_EDGES, "evict_first")
+        _tile_store(output_row, x, block, first_col, n_cols, row_max, inv_row_sum, TILE_ROWS, VEC, LOG2, scale,
+                    VECTOR_EDGES)
     if VECTOR_EDGES:  # the vectors holding column 0 and column n_cols - 1 (a whole one is written twice, alike)
         _write_vector(output_row, input_row, 0, 0, first_col, n_cols, -first_col // VEC * VEC, row_max, inv_row_sum,
                       VEC, LOG2, scale)
