@@ -130,8 +130,9 @@ BACKWARD_VARIANTS = {"none (c60f2b1)": (), "write pairs": ("STREAM_WRITE_PAIRS",
 def with_knobs(name: str, on: tuple):
     """The working tree's module with the KNOBS named in on set True and the rest False."""
     source = Path(sm.__file__).read_text()
-    return rewritten(name, [(f"{knob} = {knob not in on}\n", f"{knob} = {knob in on}\n") for knob in KNOBS
-                            if f"{knob} = {knob not in on}\n" in source])
+    assert all(source.count(f"\n{knob} = True\n") + source.count(f"\n{knob} = False\n") == 1 for knob in KNOBS)
+    return rewritten(name, [(f"\n{knob} = {knob not in on}\n", f"\n{knob} = {knob in on}\n") for knob in KNOBS
+                            if f"\n{knob} = {knob not in on}\n" in source])
 
 
 def knobs_probe(out: list) -> None:

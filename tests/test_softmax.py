@@ -716,6 +716,17 @@ def test_tail_rows_run_apart_only_when_the_last_round_is_at_most_half_full(monke
     assert sm._row_multiple(torch.empty(2, 100_000, dtype=torch.float16)) == 1
 
 
+def test_probe_variants_set_the_knobs_they_name():
+    """scripts/probe_ab.py knobs builds each variant by rewriting the module's knob lines: every knob is there once
+    and each variant gets the values it names (a renamed knob would otherwise leave a variant timing the default)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    probe_ab = importlib.import_module("probe_ab")
+    for i, (label, on) in enumerate({**probe_ab.FORWARD_VARIANTS, **probe_ab.BACKWARD_VARIANTS}.items()):
+        module = probe_ab.with_knobs(f"triton_softmax_test_knobs_{i}", on)
+        assert {knob: getattr(module, knob) for knob in probe_ab.KNOBS} == {knob: knob in on for knob in probe_ab.KNOBS}
+        assert set(on) <= set(probe_ab.KNOBS), label
+
+
 def test_even_segments(monkeypatch):
     monkeypatch.setattr(sm, "EVEN_SEGMENTS", False)
     assert sm._stream_segments(13 * 16, 2, 16, 8 * 16 * 2, 16 // 2, 8) == (2, 8)
