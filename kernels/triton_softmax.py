@@ -931,7 +931,8 @@ def _tile_row_edges_write(output_ptr, input_ptr, out_base, in_base, first_col, n
                           TILE_ROWS: tl.constexpr, VEC: tl.constexpr, LOG2: tl.constexpr, scale,
                           VECTOR_EDGES: tl.constexpr):
     """The write of a row's two edge tiles (the row holds two tiles or more) and, with VECTOR_EDGES, of the vectors
-    that straddle its ends, every load before the first store: one wait, where one a load had been (round 58)."""
+    that straddle its ends, with every load issued before the first store: a store may alias a later load, which
+    would otherwise wait behind it (round 58)."""
     x_first, first_offsets, first_mask = _load_edge(input_ptr, in_base, first_col, n_cols, 0, TILE_ROWS, VEC,
                                                     VECTOR_EDGES)
     x_last, last_offsets, last_mask = _load_edge(input_ptr, in_base, first_col, n_cols, n_blocks - 1, TILE_ROWS, VEC,
@@ -967,10 +968,10 @@ def _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_c
     if WRITE_PAIRS:
         for k in tl.range(0, (hi - lo) // 2, loop_unroll_factor=max(1, UNROLL // 2)):
             offsets = (hi - 1 - 2 * k) * (TILE_ROWS * VEC) + tile
-            x = tl.load(input_ptr + in_base + offsets, eviction_policy="evict_first").to(tl.float32)
+            x = tl.load(input_ptr + in_base + offsets, eviction_policy="evict_first")
             x_next = tl.load(input_ptr + in_base + offsets - TILE_ROWS * VEC, eviction_policy="evict_first")
             tl.store(output_ptr + out_base + offsets,
-                     _normalized(x, row_max, inv_row_sum, LOG2, scale).to(output_ptr.dtype.element_ty),
+                     _normalized(x.to(tl.float32), row_max, inv_row_sum, LOG2, scale).to(output_ptr.dtype.element_ty),
                      cache_modifier=".cs")
             tl.store(output_ptr + out_base + offsets - TILE_ROWS * VEC,
                      _normalized(x_next.to(tl.float32), row_max, inv_row_sum, LOG2, scale).to(
