@@ -127,12 +127,18 @@ FORWARD_VARIANTS = {"none (c60f2b1)": (), "tail apart, even segments": ("BALANCE
 BACKWARD_VARIANTS = {"none (c60f2b1)": (), "write pairs": ("STREAM_WRITE_PAIRS",)}
 
 
-def with_knobs(name: str, on: tuple):
-    """The working tree's module with the KNOBS named in on set True and the rest False."""
+# 2-byte tile-stream (262,144 columns and more) with its loops unrolled twice: pass 1's loads two tiles at a time, as
+# the tile kernel's are (offline sm_90: 64 registers, 0-8 bytes spilled with the write pairs, 16 for aligned bf16)
+TWO_BYTE_TILE_STREAM = 'Plan("forward",  math.inf,        0,  2, "tile-stream", 2,    0,    32,    1,    0, 262144, '
+UNROLLED_TWICE = (TWO_BYTE_TILE_STREAM + "one_warp_from=2)", TWO_BYTE_TILE_STREAM + "one_warp_from=2, unroll=2)")
+
+
+def with_knobs(name: str, on: tuple, rewrites: tuple = ()):
+    """The working tree's module with the KNOBS named in on set True and the rest False, and rewrites made."""
     source = Path(sm.__file__).read_text()
     assert all(source.count(f"\n{knob} = True\n") + source.count(f"\n{knob} = False\n") == 1 for knob in KNOBS)
     return rewritten(name, [(f"\n{knob} = {knob not in on}\n", f"\n{knob} = {knob in on}\n") for knob in KNOBS
-                            if f"\n{knob} = {knob not in on}\n" in source])
+                            if f"\n{knob} = {knob not in on}\n" in source] + list(rewrites))
 
 
 def knobs_probe(out: list) -> None:
@@ -141,6 +147,8 @@ def knobs_probe(out: list) -> None:
     tile-stream kernels, which only the write pairs change (65,536-1M)."""
     variants = [(label, with_knobs(f"triton_softmax_k{i}", on).softmax_forward)
                 for i, (label, on) in enumerate(FORWARD_VARIANTS.items())]
+    variants.append(("write pairs, 2-byte tile-stream unrolled 2x",
+                     with_knobs("triton_softmax_k_unrolled", ("TILE_WRITE_PAIRS",), (UNROLLED_TWICE,)).softmax_forward))
     forward_configs_probe("knobs", [100000, 100001], variants, out, ALL)
     forward_configs_probe("knobs", [65535, 131071], variants, out, ["float16", "bfloat16"])
     forward_configs_probe("knobs", [65536, 131072, 262144, 1048576], variants, out, ["float16", "float32"])

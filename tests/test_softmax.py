@@ -725,6 +725,8 @@ def test_probe_variants_set_the_knobs_they_name():
         module = probe_ab.with_knobs(f"triton_softmax_test_knobs_{i}", on)
         assert {knob: getattr(module, knob) for knob in probe_ab.KNOBS} == {knob: knob in on for knob in probe_ab.KNOBS}
         assert set(on) <= set(probe_ab.KNOBS), label
+    unrolled = probe_ab.with_knobs("triton_softmax_test_unrolled", (), (probe_ab.UNROLLED_TWICE,))
+    assert [plan.unroll for plan in unrolled.SOFTMAX_PLANS if plan.path == "tile-stream"] == [2, 1]
 
 
 def test_even_segments(monkeypatch):
