@@ -1497,32 +1497,39 @@ TILE_STREAM_VECTOR_EDGES = True
 # its rows can run after the full rounds instead, on the table's path for that few rows: tile-stream, whose
 # segments then shrink so that every program has one (_few_rows_segment). If a lone SM reads no faster than one
 # among many (the first pass is latency-bound, round 32), the 22 rows cost a whole round (notes/kernels.md,
-# round 57). Off until round 57's probe has measured it (scripts/probe_ab.py knobs): the committed runs are of
-# the kernels without it.
+# round 57). Measured off: on the H100 it lost 2% at 2-byte 100,000-100,001 and 1.5-3% at fp32, whose gain came
+# from EVEN_SEGMENTS alone (notes/probes/2026-11-25-h100-knobs-split.json, round 60).
 BALANCE_TAIL = False
 # Segments of a row as even as whole blocks allow: with 8-block segments fp32 100,000 columns (13 blocks) are
-# cut 8 + 5, and a row's two segments wait for each other (round 57). Off until measured, as BALANCE_TAIL.
-EVEN_SEGMENTS = False
+# cut 8 + 5, and a row's two segments wait for each other (round 57). On the H100: fp32 100,000-100,001 +6-7%
+# (with the write pairs), other rows within 0.3% (round 60).
+EVEN_SEGMENTS = True
 # Whether the tile kernel's write, with its edge tiles apart (odd 2-byte rows of 57k-131k columns), reads both edge
 # tiles and both straddling vectors before it stores any of them. In the sm_90 SASS of 100,001-column fp16 rows
 # (Triton 3.6, 64 registers) the write otherwise waits four times in a row for its edges' loads: the first tile,
 # the last tile, and each straddling vector; batched, twice (ptxas still splits the two tiles to stay in 64
 # registers), with no spills. Loading the first pass's edge tiles together as well compiled to the same serial
-# loads and spilled (notes/kernels.md, round 58). Off until measured (scripts/probe_ab.py knobs).
+# loads and spilled (notes/kernels.md, round 58). Measured off: on the H100 within -0.6 to +0.2% of the serial
+# edges at 65,535-131,071 and 100,001 columns (round 60).
 TILE_EDGE_BATCH = False
 # Whether the second pass of the tile and tile-stream kernels (the write: re-read a tile from L2, store its softmax)
 # reads its tiles two at a time before it stores either. Each store may alias the next tile's load (nothing tells the
 # compiler that x and y do not overlap), so the next load waits behind it: in the sm_90 SASS (Triton 3.6) the write
 # loop goes load, load, store, store per tile whatever the unroll, one L2 round trip a tile, 32 KB in flight an SM.
-# Paired, it goes four loads then four stores (64 KB), at the same 64 registers and no spills. Pass 2 took as long
-# as pass 1 (round 6: 88 against 90 us at 131,072 fp16 on the H200) while it moves its bytes from L2, not HBM
-# (notes/kernels.md, round 59). Off until measured (scripts/probe_ab.py knobs).
-TILE_WRITE_PAIRS = False
+# Paired, it goes four loads then four stores (64 KB), at the same 64 registers and no spills (notes/kernels.md,
+# round 59). Measured on the H100 (notes/probes/2026-11-25-h100-knobs.json): +1-5% on rows of more than 128 KB
+# (2-byte 131,071: +4.7%, 1M: +2.9%; fp32 65,536-1M: +0.4-1.9%), but -0.6 to -2.7% on 2-byte rows of 64K (128 KB),
+# whose tile kernel is unrolled 4x. So only rows of more than WRITE_PAIRS_ABOVE_ROW_BYTES pair their writes.
+TILE_WRITE_PAIRS = True
 # The same for the backward's stream kernel, whose second pass reads y and dy and writes dx: in its sm_90 SASS a
 # block's four loads then two stores, the next block's loads behind them; paired, eight loads then four stores, at 64
-# registers and nothing spilled (fp16 under its cap of 64, fp32 at ptxas's choice). Off until measured
-# (scripts/probe_ab.py knobs; notes/kernels.md, round 59).
-STREAM_WRITE_PAIRS = False
+# registers and nothing spilled (fp16 under its cap of 64, fp32 at ptxas's choice). Measured on the H100: -2.6% at
+# fp16 65,536 (128 KB rows), +0.2-1.6% on whole-vector rows above, so it too pairs only rows of more than 128 KB;
+# and only whole-vector rows: at 777,777 columns fp16 lost 2% and fp32 17%, whose one-warp-slots build spills 72
+# bytes with the pairs against 8 without (round 60).
+STREAM_WRITE_PAIRS = True
+# Rows of at most this many bytes (of one tensor) write one tile at a time even where the knobs above are on.
+WRITE_PAIRS_ABOVE_ROW_BYTES = 131072
 # Exchange programs re-read their row's slots up to this many times (~0.5 us each, an L2 round
 # trip) before computing missing partials from the input. Co-resident siblings publish within
 # a few microseconds, so this only runs out when they are not running.
@@ -1723,7 +1730,14 @@ def _forward_tile_online(y, x, vectors_per_thread, num_warps, programs_per_sm, a
             VECTOR_EDGES=_vector_edges(align, _exchange_vec(x.element_size(), x, y), vector_edges),
             EDGES_APART=edges_apart, EDGE_BATCH=_edge_batch(edges_apart, n_cols, 32 * num_warps * vectors_per_thread,
                                                             x.element_size()),
-            WRITE_PAIRS=TILE_WRITE_PAIRS, num_warps=num_warps, maxnreg=maxnreg)
+            WRITE_PAIRS=_write_pairs(TILE_WRITE_PAIRS, n_cols, x.element_size()), num_warps=num_warps,
+            maxnreg=maxnreg)
+
+
+def _write_pairs(knob: bool, n_cols: int, elem_bytes: int) -> bool:
+    """Whether a second pass reads two tiles before it stores: knob on, and rows of more than
+    WRITE_PAIRS_ABOVE_ROW_BYTES."""
+    return bool(knob and n_cols * elem_bytes > WRITE_PAIRS_ABOVE_ROW_BYTES)
 
 
 def _edge_batch(edges_apart: bool, n_cols: int, tile_rows: int, elem_bytes: int) -> bool:
@@ -1928,7 +1942,8 @@ def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, s
     kwargs = dict(TILE_ROWS=tile_rows, ALIGN=align, VEC=vec, UNROLL=unroll, LOG2=log2, GUARD=_log2_guard(x, log2),
                   PREFETCH=_l2_prefetch_steps(x), LINE=line, **_slot_polling(x, n_segments, num_warps, one_warp_from),
                   WAIT_PREFETCH=_wait_prefetch_blocks(x, n_segments, wait_prefetch),
-                  VECTOR_EDGES=_vector_edges(align, vec, vector_edges), WRITE_PAIRS=TILE_WRITE_PAIRS,
+                  VECTOR_EDGES=_vector_edges(align, vec, vector_edges),
+                  WRITE_PAIRS=_write_pairs(TILE_WRITE_PAIRS, n_cols, x.element_size()),
                   num_warps=num_warps, maxnreg=maxnreg)
     n_programs = _persistent_programs(kernel, args, kwargs, n_rows * n_segments, n_segments, programs_per_sm,
                                       x.device)
@@ -1949,7 +1964,8 @@ def _backward_stream(dx, y, dy, block_size, num_warps, programs_per_sm, num_stag
     args = (dx, y, dy, slots, dx.stride(0), y.stride(0), dy.stride(0), n_rows, n_cols, n_segments,
             blocks_per_segment, _max_polls())
     kwargs = dict(BLOCK_SIZE=block_size, ALIGN=align, VEC=vec, NUM_STAGES=num_stages, LINE=line,
-                  **_slot_polling(y, n_segments, num_warps, one_warp_from, slot_lanes), WRITE_PAIRS=STREAM_WRITE_PAIRS,
+                  **_slot_polling(y, n_segments, num_warps, one_warp_from, slot_lanes),
+                  WRITE_PAIRS=_write_pairs(STREAM_WRITE_PAIRS and align >= vec, n_cols, y.element_size()),
                   num_warps=num_warps, **({"maxnreg": maxnreg} if maxnreg else {}))
     n_programs = _persistent_programs(_stream_bwd_kernel, args, kwargs, n_rows * n_segments, n_segments,
                                       programs_per_sm, y.device)

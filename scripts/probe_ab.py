@@ -6,7 +6,7 @@ again with TILE_STREAM_PREFETCH = 0, then times the three dispatchers shape by s
 each checked against float64 on every element first (the probe's 'dispatcher' line is the working tree).
 
     AB_BEFORE=/tmp/before.py python scripts/probe_ab.py [ab|backward|odd]   # on a CUDA machine; $OUT/probe_ab.json
-    python scripts/probe_ab.py backward_variants|line_bases|knobs|knobs_backward   # no AB_BEFORE
+    python scripts/probe_ab.py backward_variants|line_bases|knobs|knobs_backward|split|split_backward
 """
 import importlib.util
 import os
@@ -155,6 +155,38 @@ def knobs_probe(out: list) -> None:
     forward_configs_probe("knobs", [777777], variants, out, ["float16"])
 
 
+# Round 60, after the first knobs probe (H100, notes/probes/2026-11-25-h100-knobs.json): the write pairs only on rows
+# of more than 128 KB (the working tree's default), against pairs everywhere, and which of BALANCE_TAIL and
+# EVEN_SEGMENTS gave fp32 100,000-100,001 their +6% (2-byte lost 2% with both).
+EVERYWHERE = ("\nWRITE_PAIRS_ABOVE_ROW_BYTES = 131072\n", "\nWRITE_PAIRS_ABOVE_ROW_BYTES = 0\n")
+PAIRS = ("TILE_WRITE_PAIRS", "STREAM_WRITE_PAIRS")
+SPLIT_VARIANTS = {"none (c60f2b1)": (), "pairs over 128 KB": PAIRS, "pairs, even segments": PAIRS + ("EVEN_SEGMENTS",),
+                  "pairs, tail apart": PAIRS + ("BALANCE_TAIL",),
+                  "pairs, tail apart, even segments": PAIRS + ("BALANCE_TAIL", "EVEN_SEGMENTS")}
+
+
+def split_variants(attribute: str) -> list:
+    """(label, module.attribute) of SPLIT_VARIANTS, plus the pairs on rows of every length."""
+    variants = [(label, getattr(with_knobs(f"triton_softmax_s{i}", on), attribute))
+                for i, (label, on) in enumerate(SPLIT_VARIANTS.items())]
+    return variants + [("pairs everywhere", getattr(with_knobs("triton_softmax_s_all", PAIRS, (EVERYWHERE,)),
+                                                    attribute))]
+
+
+def knobs_split_probe(out: list) -> None:
+    """split_variants of the forward at 100,000-100,001 (1,342 rows), 64K, 131,072 and 777,777 columns."""
+    variants = split_variants("softmax_forward")
+    forward_configs_probe("split", [100000, 100001, 777777], variants, out, ["float16", "float32"])
+    forward_configs_probe("split", [65535, 65536, 131072], variants, out, ["float16", "bfloat16"])
+    forward_configs_probe("split", [65536], variants, out, ["float32"])
+
+
+def knobs_split_backward_probe(out: list) -> None:
+    """split_variants of the backward at 64K-1M columns."""
+    backward_configs_probe("split-backward", [65536, 100000, 131072, 262144, 777777, 1048576],
+                           split_variants("softmax_backward"), out, ["float16", "float32"])
+
+
 def knobs_backward_probe(out: list) -> None:
     """BACKWARD_VARIANTS at the backward's stream rows (65,536-1M)."""
     variants = [(label, with_knobs(f"triton_softmax_kb{i}", on).softmax_backward)
@@ -165,5 +197,6 @@ def knobs_backward_probe(out: list) -> None:
 if __name__ == "__main__":
     run_probes({"ab": ab_probe, "backward": backward_ab_probe, "backward_variants": backward_variants_probe,
                 "line_bases": line_bases_probe, "odd": odd_ab_probe, "knobs": knobs_probe,
-                "knobs_backward": knobs_backward_probe},
+                "knobs_backward": knobs_backward_probe, "split": knobs_split_probe,
+                "split_backward": knobs_split_backward_probe},
                sys.argv[1:] or ["ab"], "probe_ab.json")

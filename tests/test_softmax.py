@@ -379,10 +379,29 @@ for pairs in (False, True):
 """
 
 
+@pytest.mark.parametrize("n_cols, forward_pairs, backward_pairs", [
+    (65536, False, False),   # 128 KB of fp16: the 2-byte 64K rows lost 0.6-2.7% with pairs (round 60)
+    (65544, True, True),     # whole vectors, over 128 KB
+    (65537, True, False),    # not whole vectors: the backward's one-warp build spilled with pairs
+])
+def test_writes_pair_on_rows_over_128_kb_and_the_backward_only_on_whole_vectors(monkeypatch, n_cols, forward_pairs,
+                                                                                backward_pairs):
+    """The launches ask for WRITE_PAIRS where round 60 measured it to win: rows of more than 128 KB, and for the
+    backward only rows of whole 16-byte vectors."""
+    launched = []
+    monkeypatch.setattr(sm, "_launch", lambda kernel, grid, *args, **kwargs: launched.append(kwargs["WRITE_PAIRS"]))
+    x = make_input((2, n_cols), torch.float16)
+    y = torch.empty_like(x)
+    align = sm._forward_align(y, x)
+    sm._forward_tile_online(y, x, 2, 32, 1, align, unroll=2, vector_edges=True)
+    sm._forward_tile_stream(y, x, 2, 32, 1, 262144, align)
+    sm._backward_stream(torch.empty_like(x), x, y, 16384, 32, 1, 1, 262144, align)
+    assert launched == [forward_pairs, forward_pairs, backward_pairs]
+
+
 def test_write_pairs_issue_two_tiles_of_loads_before_a_store_on_hopper():
     """Compiled for sm_90, the tile kernel's write (2 vectors a thread a tile, 32 warps) issues one tile's loads
     before each store, where a store may alias the next load; with WRITE_PAIRS two tiles' (round 59)."""
-    assert not sm.TILE_WRITE_PAIRS  # off until measured: the committed runs are of the kernels without it
     single, paired = map(int, compiled_for_hopper(WRITE_PAIRS_COMPILE).split())
     assert (single, paired) == (2, 4)
 
@@ -725,6 +744,13 @@ def test_probe_variants_set_the_knobs_they_name():
         module = probe_ab.with_knobs(f"triton_softmax_test_knobs_{i}", on)
         assert {knob: getattr(module, knob) for knob in probe_ab.KNOBS} == {knob: knob in on for knob in probe_ab.KNOBS}
         assert set(on) <= set(probe_ab.KNOBS), label
+    for i, (label, on) in enumerate(probe_ab.SPLIT_VARIANTS.items()):
+        module = probe_ab.with_knobs(f"triton_softmax_test_split_{i}", on)
+        assert {knob: getattr(module, knob) for knob in probe_ab.KNOBS} == {knob: knob in on for knob in probe_ab.KNOBS}
+    everywhere = probe_ab.with_knobs("triton_softmax_test_everywhere", probe_ab.PAIRS, (probe_ab.EVERYWHERE,))
+    assert everywhere.WRITE_PAIRS_ABOVE_ROW_BYTES == 0 and everywhere._write_pairs(True, 65536, 2)
+    assert not sm._write_pairs(True, 65536, 2) and sm._write_pairs(True, 65537, 2) and sm._write_pairs(True, 65536, 4)
+    assert not sm._write_pairs(False, 1 << 20, 4)
     unrolled = probe_ab.with_knobs("triton_softmax_test_unrolled", (), (probe_ab.UNROLLED_TWICE,))
     assert [plan.unroll for plan in unrolled.SOFTMAX_PLANS if plan.path == "tile-stream"] == [2, 1]
 
