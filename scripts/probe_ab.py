@@ -187,6 +187,32 @@ def knobs_split_backward_probe(out: list) -> None:
                            split_variants("softmax_backward"), out, ["float16", "float32"])
 
 
+# Round 61: 2-byte rows of 57k-131k columns on tile-stream in segments of 128 KB (100,000 columns: two segments, so
+# 2,684 items in 20.3 rounds, where the tile kernel's 1,342 rows take 10.2 and cap it at 92.4%), as fp32 100,000 runs
+# (87-89% of copy on the H100 since round 60), against the table's tile kernel.
+TILE_LINE = '    Plan("forward",    131072,        2,  2, "tile",       2,     0,    32,    1,    0,      0, 2, True),\n'
+
+
+def two_byte_stream_plan(max_cols: int, segment_bytes: int) -> tuple:
+    """A rewrite putting 2-byte rows of up to max_cols columns (2 rows an SM or more) on tile-stream, in segments of
+    segment_bytes, ahead of the table's tile rows."""
+    plan = (f'    Plan("forward", {max_cols}, 2, 2, "tile-stream", 2, 0, 32, 1, 0, {segment_bytes}, '
+            f'one_warp_from=2),\n')
+    return TILE_LINE, plan + TILE_LINE
+
+
+STREAM_VARIANTS = {"to 131,071, 128 KB": (131071, 131072), "to 131,072, 128 KB": (131072, 131072),
+                   "to 131,071, 96 KB": (131071, 98304), "to 131,071, 64 KB": (131071, 65536)}
+
+
+def two_byte_stream_probe(out: list) -> None:
+    """STREAM_VARIANTS against the table at 2-byte rows of 65,535-131,072 columns."""
+    variants = [(f"tile-stream {label}", rewritten(f"triton_softmax_ts{i}", [two_byte_stream_plan(*args)])
+                 .softmax_forward) for i, (label, args) in enumerate(STREAM_VARIANTS.items())]
+    forward_configs_probe("two-byte-stream", [100000, 100001, 131071, 131072, 65535, 80000, 98304, 120001], variants,
+                          out, ["float16", "bfloat16"])
+
+
 def knobs_backward_probe(out: list) -> None:
     """BACKWARD_VARIANTS at the backward's stream rows (65,536-1M)."""
     variants = [(label, with_knobs(f"triton_softmax_kb{i}", on).softmax_backward)
@@ -198,5 +224,6 @@ if __name__ == "__main__":
     run_probes({"ab": ab_probe, "backward": backward_ab_probe, "backward_variants": backward_variants_probe,
                 "line_bases": line_bases_probe, "odd": odd_ab_probe, "knobs": knobs_probe,
                 "knobs_backward": knobs_backward_probe, "split": knobs_split_probe,
-                "split_backward": knobs_split_backward_probe},
+                "split_backward": knobs_split_backward_probe,
+                "two_byte_stream": two_byte_stream_probe},
                sys.argv[1:] or ["ab"], "probe_ab.json")
