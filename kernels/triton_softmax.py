@@ -1497,7 +1497,7 @@ TILE_STREAM_VECTOR_EDGES = True
 # its rows can run after the full rounds instead, on the table's path for that few rows: tile-stream, whose
 # segments then shrink so that every program has one (_few_rows_segment). If a lone SM reads no faster than one
 # among many (the first pass is latency-bound, round 32), the 22 rows cost a whole round (notes/kernels.md,
-# round 57). Measured off: on the H100 it lost 2% at 2-byte 100,000-100,001 and 1.5-3% at fp32, whose gain came
+# round 57). Measured off: on the H100 it lost 1.8-2.1% at 2-byte 100,000-100,001 and 1.7-2.0% at fp32, whose gain came
 # from EVEN_SEGMENTS alone (notes/probes/2026-11-25-h100-knobs-split.json, round 60).
 BALANCE_TAIL = False
 # Segments of a row as even as whole blocks allow: with 8-block segments fp32 100,000 columns (13 blocks) are
@@ -1509,7 +1509,7 @@ EVEN_SEGMENTS = True
 # (Triton 3.6, 64 registers) the write otherwise waits four times in a row for its edges' loads: the first tile,
 # the last tile, and each straddling vector; batched, twice (ptxas still splits the two tiles to stay in 64
 # registers), with no spills. Loading the first pass's edge tiles together as well compiled to the same serial
-# loads and spilled (notes/kernels.md, round 58). Measured off: on the H100 within -0.6 to +0.2% of the serial
+# loads and spilled (notes/kernels.md, round 58). Measured off: on the H100 within -0.5 to +0.2% of the serial
 # edges at 65,535-131,071 and 100,001 columns (round 60).
 TILE_EDGE_BATCH = False
 # Whether the second pass of the tile and tile-stream kernels (the write: re-read a tile from L2, store its softmax)
@@ -1517,14 +1517,14 @@ TILE_EDGE_BATCH = False
 # compiler that x and y do not overlap), so the next load waits behind it: in the sm_90 SASS (Triton 3.6) the write
 # loop goes load, load, store, store per tile whatever the unroll, one L2 round trip a tile, 32 KB in flight an SM.
 # Paired, it goes four loads then four stores (64 KB), at the same 64 registers and no spills (notes/kernels.md,
-# round 59). Measured on the H100 (notes/probes/2026-11-25-h100-knobs.json): +1-5% on rows of more than 128 KB
-# (2-byte 131,071: +4.7%, 1M: +2.9%; fp32 65,536-1M: +0.4-1.9%), but -0.6 to -2.7% on 2-byte rows of 64K (128 KB),
+# round 59). Measured on the H100 (notes/probes/2026-11-25-h100-knobs.json): +0.4-4.7% on rows of more than 128 KB
+# (2-byte 131,071: +4.7%, fp16 1M: +2.9%; fp32 65,536-1M: +0.4-3.9%), but -0.6 to -2.7% on 2-byte rows of 64K (128 KB),
 # whose tile kernel is unrolled 4x. So only rows of more than WRITE_PAIRS_ABOVE_ROW_BYTES pair their writes.
 TILE_WRITE_PAIRS = True
 # The same for the backward's stream kernel, whose second pass reads y and dy and writes dx: in its sm_90 SASS a
 # block's four loads then two stores, the next block's loads behind them; paired, eight loads then four stores, at 64
 # registers and nothing spilled (fp16 under its cap of 64, fp32 at ptxas's choice). Measured on the H100: -2.6% at
-# fp16 65,536 (128 KB rows), +0.2-1.6% on whole-vector rows above, so it too pairs only rows of more than 128 KB;
+# fp16 65,536 (128 KB rows), -0.6 to +1.5% on whole-vector rows above, so it too pairs only rows of more than 128 KB;
 # and only whole-vector rows: at 777,777 columns fp16 lost 2% and fp32 17%, whose one-warp-slots build spills 72
 # bytes with the pairs against 8 without (round 60).
 STREAM_WRITE_PAIRS = True
