@@ -755,6 +755,22 @@ def test_probe_variants_set_the_knobs_they_name():
     assert [plan.unroll for plan in unrolled.SOFTMAX_PLANS if plan.path == "tile-stream"] == [2, 1]
 
 
+def test_probe_plan_rewrites_reach_the_rows_they_name():
+    """scripts/probe_ab.py two_byte_stream and tile_unroll rewrite lines of SOFTMAX_PLANS: each line is there once
+    (rewritten asserts it), and the rewritten table sends 2-byte 100,000-column rows where the variant says."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    probe_ab = importlib.import_module("probe_ab")
+    many = 10**6  # rows: at least 2 an SM on any GPU
+    stream = probe_ab.rewritten("triton_softmax_test_stream", [probe_ab.two_byte_stream_plan(131071, 131072)])
+    assert stream._select_plan("forward", many, 100000, 2, DEVICE, 8).path == "tile-stream"
+    assert stream._select_plan("forward", many, 131072, 2, DEVICE, 8).path == "tile"
+    both = probe_ab.rewritten("triton_softmax_test_unroll", probe_ab.UNROLL_VARIANTS["both unrolled 4x"])
+    assert [both._select_plan("forward", many, n, 2, DEVICE, align).unroll for n, align in ((100000, 8), (100001, 1))] \
+        == [4, 4]
+    assert [sm._select_plan("forward", many, n, 2, DEVICE, align).unroll for n, align in ((100000, 8), (100001, 1))] \
+        == [2, 2]
+
+
 def test_even_segments(monkeypatch):
     monkeypatch.setattr(sm, "EVEN_SEGMENTS", False)
     assert sm._stream_segments(13 * 16, 2, 16, 8 * 16 * 2, 16 // 2, 8) == (2, 8)
