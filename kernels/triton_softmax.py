@@ -15,8 +15,6 @@ Paths (see notes/kernels.md for the memory-traffic reasoning and the measurement
   tile     - long rows, many of them: a persistent grid, one row at a time in [TILE_ROWS, VEC]
              steps; pass 1 keeps one running (max, sum) per 16-byte vector (few registers, so
              64 warps fit an SM), pass 2 re-reads the row backwards (from L2) and writes.
-  kept-head - the tile kernel with a row's first HEAD lanes held in registers between the passes, so that
-             pass 2 re-reads only the rest from L2 and the rows in flight hold less of it (round 64).
   online   - the same two passes with a running (max, sum) per lane (seed 003; the backward's
              mid-length path).
   exchange - long rows in ONE HBM pass: a persistent, co-resident grid walks (row, chunk) items
@@ -1237,53 +1235,6 @@ def _tile_online_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_
                             UNROLL, LOG2, scale, VECTOR_EDGES, WRITE_PAIRS)
 
 
-@triton.jit
-def _kept_head_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
-                          HEAD_TILES: tl.constexpr, TILE_ROWS: tl.constexpr, VEC: tl.constexpr,
-                          UNROLL: tl.constexpr = 1, WRITE_PAIRS: tl.constexpr = False, PTX: tl.constexpr = False):
-    """Two-pass softmax of rows program_id, program_id + num_programs, ... whose first HEAD_TILES [TILE_ROWS, VEC]
-    tiles stay in registers, in the input's type, from pass 1 to pass 2: only the rest of the row (the tail) is
-    read twice, the second time from L2, so a row in flight holds that much less of L2 (round 63: 2-byte rows of
-    131,072 columns on the tile kernel read 1.056x their bytes from HBM, 33 MB of rows in L2, where 65,536's read
-    1.000x). The tail runs the tile kernel's loops (_tile_row_stats, _tile_row_write) from column HEAD on. Natural
-    exp throughout (no LOG2 scaling, so no bfloat16 guard). Rows of whole vectors (ALIGN = VEC) only. The head is
-    widened for its sum and again for its write by operations no compiler merges (_widen_kept), else a float32 copy
-    of a 2-byte head stays live and spills (offline: 680 bytes for a 128 KB head on 16 warps)."""
-    TILE: tl.constexpr = TILE_ROWS * VEC
-    HEAD: tl.constexpr = HEAD_TILES * TILE
-    tile = tl.arange(0, TILE_ROWS)[:, None] * VEC + tl.arange(0, VEC)[None, :]
-    for row_idx in range(tl.program_id(0), n_rows, tl.num_programs(0)):
-        input_row = input_ptr + tl.cast(row_idx, tl.int64) * input_row_stride
-        output_row = output_ptr + tl.cast(row_idx, tl.int64) * output_row_stride
-        head = ()  # unrolled at compile time: head[k] is the row's columns [k * TILE, (k + 1) * TILE)
-        head_max = tl.full([TILE_ROWS], float("-inf"), tl.float32)
-        for k in tl.static_range(HEAD_TILES):
-            offsets = k * TILE + tile
-            x = tl.load(input_row + offsets, mask=offsets < n_cols, other=float("-inf"), eviction_policy="evict_first")
-            head_max = tl.maximum(head_max, tl.max(x, axis=1).to(tl.float32))
-            head = head + (x,)
-        n_tail = tl.maximum(n_cols - HEAD, 0)
-        tail_blocks = tl.cdiv(n_tail, TILE)
-        tail_max, tail_inv_sum = _tile_row_stats(input_row + HEAD, 0, n_tail, tail_blocks, TILE_ROWS, VEC, UNROLL,
-                                                 False)
-        # a fully -inf row has max -inf, so x - max is NaN everywhere: torch's answer too
-        row_max = tl.maximum(tl.max(head_max, axis=0), tail_max)
-        head_sum = tl.zeros([TILE_ROWS], tl.float32)
-        for k in tl.static_range(HEAD_TILES):
-            head_sum += tl.sum(tl.exp(_widen_kept(head[k], PTX) - row_max), axis=1)
-        # an empty or all -inf tail adds nothing (its own stats are NaN then)
-        tail_sum = tl.where(tail_max == float("-inf"), 0.0, tl.exp(tail_max - row_max) / tail_inv_sum)
-        inv_row_sum = 1.0 / (tl.sum(head_sum, axis=0) + tail_sum)
-        opaque_zero = (n_cols // (n_cols + 1)).to(tl.int16)  # 0 (n_cols >= 0), which no compiler can fold
-        _tile_row_write(output_row + HEAD, input_row + HEAD, 0, n_tail, tail_blocks, row_max, inv_row_sum, TILE_ROWS,
-                        VEC, UNROLL, False, LOG2E, False, WRITE_PAIRS)
-        for k in tl.static_range(HEAD_TILES):
-            offsets = k * TILE + tile
-            y = tl.exp(_widen_kept(head[k], PTX, opaque_zero) - row_max) * inv_row_sum
-            tl.store(output_row + offsets, y.to(output_ptr.dtype.element_ty), mask=offsets < n_cols,
-                     cache_modifier=".cs")
-
-
 # Seed 003's autotuning grid. Under TRITON_INTERPRET timings mean nothing (and the autotuner's
 # benchmark needs a GPU), so the interpreter gets one config, which triton.autotune runs untimed.
 AUTOTUNE_BLOCK_SIZES = (256, 512, 1024, 2048, 4096, 8192)
@@ -1308,14 +1259,12 @@ class Plan(NamedTuple):
     max_cols: float        # the row applies when n_cols <= max_cols ...
     min_rows_per_sm: int   # ... and n_rows >= min_rows_per_sm * SM count ...
     elem_bytes: int        # ... and the element size is elem_bytes (0: any); first match wins
-    path: str              # "rows" | "rows-pipelined" | "row-tiles" | "tile" | "kept-head" | "online" | "exchange"
-                           # | "tile-stream"
+    path: str              # "rows" | "rows-pipelined" | "row-tiles" | "tile" | "online" | "exchange" | "tile-stream"
                            # | "stream"
                            # (module docstring)
     rows_per_program: int  # rows: rows per program (tile = rows_per_program x next_pow2(n_cols));
                            # tile, tile-stream: 16-byte vectors per thread per step
-    block_size: int        # online, stream: columns per loop step; exchange: columns per chunk; row-tiles: lanes a tile;
-                           # kept-head: lanes held in registers (whole tiles)
+    block_size: int        # online, stream: columns per loop step; exchange: columns per chunk; row-tiles: lanes a tile
     num_warps: int
     programs_per_sm: int   # tile, online, exchange, stream, rows-pipelined: persistent grid = programs_per_sm * SMs
     num_stages: int = 0    # stream, rows-pipelined: software-pipeline depth of the loop (blocks or rows in flight + 1)
@@ -1791,20 +1740,6 @@ def _write_pairs(knob: bool, n_cols: int, elem_bytes: int) -> bool:
     return bool(knob and n_cols * elem_bytes > WRITE_PAIRS_ABOVE_ROW_BYTES)
 
 
-def _forward_kept_head(y, x, vectors_per_thread, num_warps, programs_per_sm, head_lanes, unroll=1):
-    """Launch the kept-head forward (rows of whole vectors) on a persistent grid striding over the rows, its first
-    head_lanes columns (whole tiles) held in registers; registers are capped so that programs_per_sm programs fit."""
-    n_rows, n_cols = x.shape
-    tile_rows = 32 * num_warps * vectors_per_thread
-    vec = 16 // x.element_size()
-    n_programs = min(n_rows, programs_per_sm * _sm_count(x.device))
-    maxnreg = min(255, 65536 // (programs_per_sm * num_warps * 32) // 8 * 8)
-    _launch(_kept_head_fwd_kernel, (n_programs,), y, x, x.stride(0), y.stride(0), n_rows, n_cols,
-            HEAD_TILES=max(1, head_lanes // (tile_rows * vec)), TILE_ROWS=tile_rows, VEC=vec, UNROLL=unroll,
-            WRITE_PAIRS=_write_pairs(TILE_WRITE_PAIRS, n_cols, x.element_size()), PTX=_inline_ptx(x),
-            num_warps=num_warps, maxnreg=maxnreg)
-
-
 def _edge_batch(edges_apart: bool, n_cols: int, tile_rows: int, elem_bytes: int) -> bool:
     """TILE_EDGE_BATCH for a tile launch with its edge tiles apart whose every row holds two tiles or more."""
     return bool(TILE_EDGE_BATCH and edges_apart and n_cols > tile_rows * (16 // elem_bytes))
@@ -2064,9 +1999,6 @@ def _run_forward_plan(y, x, plan, align):
     elif plan.path == "tile":
         _forward_tile_online(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm, align, plan.unroll,
                              log2, vector_edges=plan.partial_vectors, edges_apart=plan.edges_apart)
-    elif plan.path == "kept-head":
-        _forward_kept_head(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm, plan.block_size,
-                           plan.unroll)
     elif plan.path == "exchange":
         _forward_exchange(y, x, plan.block_size, plan.num_warps, plan.programs_per_sm, align)
     else:
@@ -2093,7 +2025,7 @@ def _run_backward_plan(dx, y, dy, plan, align):
 def _rows_per_round(y, x, plan, align) -> int:
     """Rows that plan's persistent grid takes in one round of one item a program (tile, tile-stream), else 0."""
     programs = plan.programs_per_sm * _sm_count(x.device)
-    if plan.path in ("tile", "kept-head"):
+    if plan.path == "tile":
         return programs
     if plan.path == "tile-stream":
         n_segments = _tile_stream_layout(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm,

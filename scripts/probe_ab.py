@@ -231,38 +231,6 @@ def tile_unroll_probe(out: list) -> None:
                           ["float16", "bfloat16"])
 
 
-# Round 64: the kept-head kernel, a row's first lanes held in registers between the passes so that pass 2 re-reads
-# less from L2 (round 63: 2-byte 131,072 and fp32 65,536 read 1.056x their bytes from HBM, 33 MB of rows in L2).
-# Offline (sm_90, Triton 3.6): 2-byte heads of 64 KB on 16 warps spill 32 bytes (128 KB: 300-860), fp32 heads of
-# 128 KB on 16 warps and 64 KB on 32 warps spill nothing.
-ANY_TILE_LINE = '    Plan("forward",     65536,        2,  0, "tile",       2,     0,    32,    1,    0,      0, 4, True),\n'
-
-
-def kept_head_rewrite(line: str, max_cols: int, elem_bytes: int, vectors: int, head_lanes: int, warps: int) -> tuple:
-    """A rewrite putting rows of whole vectors of elem_bytes, up to max_cols columns (2 rows an SM or more), on the
-    kept-head kernel ahead of the table's line."""
-    plan = (f'    Plan("forward", {max_cols}, 2, {elem_bytes}, "kept-head", {vectors}, {head_lanes}, {warps}, 1, 0, 0, '
-            f'2, True),\n')
-    return line, plan + line
-
-
-KEPT_HEAD_VARIANTS = {
-    "kept 64 KB, 16 warps": [kept_head_rewrite(TILE_LINE, 131072, 2, 2, 32768, 16),
-                             kept_head_rewrite(ANY_TILE_LINE, 65536, 4, 2, 16384, 16)],
-    "kept 128 KB fp32, 16 warps": [kept_head_rewrite(ANY_TILE_LINE, 65536, 4, 2, 32768, 16)],
-    "kept 64 KB fp32, 32 warps": [kept_head_rewrite(ANY_TILE_LINE, 65536, 4, 1, 16384, 32)],
-    "kept 32 KB, 16 warps": [kept_head_rewrite(TILE_LINE, 131072, 2, 2, 16384, 16)],
-}
-
-
-def kept_head_probe(out: list) -> None:
-    """KEPT_HEAD_VARIANTS against the table: 2-byte rows of 80,000-131,072 columns, fp32 of 49,152-65,536."""
-    variants = [(label, rewritten(f"triton_softmax_kh{i}", rewrites).softmax_forward)
-                for i, (label, rewrites) in enumerate(KEPT_HEAD_VARIANTS.items())]
-    forward_configs_probe("kept-head", [80000, 100000, 131072], variants, out, ["float16", "bfloat16"])
-    forward_configs_probe("kept-head", [49152, 65536], variants, out, ["float32"])
-
-
 def knobs_backward_probe(out: list) -> None:
     """BACKWARD_VARIANTS at the backward's stream rows (65,536-1M)."""
     variants = [(label, with_knobs(f"triton_softmax_kb{i}", on).softmax_backward)
@@ -275,6 +243,5 @@ if __name__ == "__main__":
                 "line_bases": line_bases_probe, "odd": odd_ab_probe, "knobs": knobs_probe,
                 "knobs_backward": knobs_backward_probe, "split": knobs_split_probe,
                 "split_backward": knobs_split_backward_probe,
-                "two_byte_stream": two_byte_stream_probe, "tile_unroll": tile_unroll_probe,
-                "kept_head": kept_head_probe},
+                "two_byte_stream": two_byte_stream_probe, "tile_unroll": tile_unroll_probe},
                sys.argv[1:] or ["ab"], "probe_ab.json")

@@ -399,28 +399,6 @@ def test_writes_pair_on_rows_over_128_kb_and_the_backward_only_on_whole_vectors(
     assert launched == [forward_pairs, forward_pairs, backward_pairs]
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("tiles", [1 / 32, 1, 2, 2 + 1 / 32, 4.5, 7])  # a row in tiles of 32 vectors; the head is 2
-@pytest.mark.parametrize("pairs", [False, True])
-def test_kept_head_rows(dtype, tiles, pairs):
-    """The kept-head kernel (round 64): rows of one vector (inside the head's first tile), exactly the head (no
-    tail), one vector past it, a ragged tail and a long one, the write paired or not; 5 rows striding over 2
-    programs, read from a wider tensor's columns (a row stride past n_cols). Row 1's head and row 2's tail are -inf
-    (each side adds nothing), row 3 is all -inf (NaN, as torch); every element is compared, and none left unwritten."""
-    vec = 16 // dtype.itemsize
-    n_cols = int(tiles * 32 * vec)
-    head = 2 * 32 * vec
-    x = make_input((5, n_cols + 2 * vec), dtype)[:, :n_cols]
-    x[1, :min(head, n_cols - 1)] = float("-inf")
-    x[2, max(1, min(head, n_cols - 1)):] = float("-inf")
-    x[3] = float("-inf")
-    y = torch.full_like(x, 1234.5)
-    # one warp, one vector a thread: tiles of 32 vectors, the head 2 of them; 2 programs
-    sm._kept_head_fwd_kernel[(2,)](y, x, x.stride(0), y.stride(0), 5, n_cols, HEAD_TILES=2, TILE_ROWS=32, VEC=vec,
-                                   UNROLL=2, WRITE_PAIRS=pairs, num_warps=1)
-    assert_softmax(y, x)
-
-
 def test_write_pairs_issue_two_tiles_of_loads_before_a_store_on_hopper():
     """Compiled for sm_90, the tile kernel's write (2 vectors a thread a tile, 32 warps) issues one tile's loads
     before each store, where a store may alias the next load; with WRITE_PAIRS two tiles' (round 59)."""
