@@ -1498,7 +1498,8 @@ TILE_STREAM_VECTOR_EDGES = True
 # segments then shrink so that every program has one (_few_rows_segment). If a lone SM reads no faster than one
 # among many (the first pass is latency-bound, round 32), the 22 rows cost a whole round (notes/kernels.md,
 # round 57). Measured off: on the H100 it lost 1.8-2.1% at 2-byte 100,000-100,001 and 1.7-2.0% at fp32, whose gain came
-# from EVEN_SEGMENTS alone (notes/probes/2026-11-25-h100-knobs-split.json, round 60).
+# from EVEN_SEGMENTS alone (notes/probes/2026-11-25-h100-knobs-split.json, round 60). Kept, off, until the H200 has
+# run the same probe (scripts/probe_ab.py split), where round 57 predicted as much.
 BALANCE_TAIL = False
 # Segments of a row as even as whole blocks allow: with 8-block segments fp32 100,000 columns (13 blocks) are
 # cut 8 + 5, and a row's two segments wait for each other (round 57). On the H100: fp32 100,000-100,001 +6-7%
@@ -1510,7 +1511,7 @@ EVEN_SEGMENTS = True
 # the last tile, and each straddling vector; batched, twice (ptxas still splits the two tiles to stay in 64
 # registers), with no spills. Loading the first pass's edge tiles together as well compiled to the same serial
 # loads and spilled (notes/kernels.md, round 58). Measured off: on the H100 within -0.5 to +0.2% of the serial
-# edges at 65,535-131,071 and 100,001 columns (round 60).
+# edges at 65,535-131,071 and 100,001 columns (round 60). Kept, off, until the H200 has run scripts/probe_ab.py knobs.
 TILE_EDGE_BATCH = False
 # Whether the second pass of the tile and tile-stream kernels (the write: re-read a tile from L2, store its softmax)
 # reads its tiles two at a time before it stores either. Each store may alias the next tile's load (nothing tells the

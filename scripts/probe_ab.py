@@ -6,7 +6,8 @@ again with TILE_STREAM_PREFETCH = 0, then times the three dispatchers shape by s
 each checked against float64 on every element first (the probe's 'dispatcher' line is the working tree).
 
     AB_BEFORE=/tmp/before.py python scripts/probe_ab.py [ab|backward|odd]   # on a CUDA machine; $OUT/probe_ab.json
-    python scripts/probe_ab.py backward_variants|line_bases|knobs|knobs_backward|split|split_backward
+    python scripts/probe_ab.py backward_variants|line_bases|knobs|knobs_backward|split|split_backward|...
+    (the rest: two_byte_stream, tile_unroll; see the table at the end)
 """
 import importlib.util
 import os
@@ -219,8 +220,10 @@ def two_byte_stream_probe(out: list) -> None:
 TILE_ODD_LINE = ('    Plan("forward",    131072,        2,  2, "tile",       2,     0,    32,    1,    0,      0, 2, '
                  'partial_vectors=True,\n')
 UNROLL_VARIANTS = {"whole vectors unrolled 4x": [(TILE_LINE, TILE_LINE.replace("0, 2, True)", "0, 4, True)"))],
-                   "edges apart unrolled 4x": [(TILE_ODD_LINE, TILE_ODD_LINE.replace("0, 2, partial", "0, 4, partial"))]}
-UNROLL_VARIANTS["both unrolled 4x"] = UNROLL_VARIANTS["whole vectors unrolled 4x"] + UNROLL_VARIANTS["edges apart unrolled 4x"]
+                   "edges apart unrolled 4x": [(TILE_ODD_LINE,
+                                                TILE_ODD_LINE.replace("0, 2, partial", "0, 4, partial"))]}
+UNROLL_VARIANTS["both unrolled 4x"] = (UNROLL_VARIANTS["whole vectors unrolled 4x"]
+                                       + UNROLL_VARIANTS["edges apart unrolled 4x"])
 
 
 def tile_unroll_probe(out: list) -> None:
