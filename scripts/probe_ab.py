@@ -241,10 +241,31 @@ def knobs_backward_probe(out: list) -> None:
     backward_configs_probe("knobs-backward", [65536, 131072, 262144, 1048576], variants, out, ["float16", "float32"])
 
 
+# Round 66: tile-stream's segments small enough for L1. Round 65 found that on Hopper the L1 (256 KB an SM, less the
+# shared memory a kernel takes) is what serves pass 2's re-reads: 32 KB of shared memory taken and never used cost 8% at
+# rows of 256 KB. A 256 KB segment overflows the ~248 KB left; 224 and 192 KB segments fit (more siblings a row).
+STREAM_PLANS = ('Plan("forward",  math.inf,        0,  2, "tile-stream", 2,    0,    32,    1,    0, 262144, ',
+                'Plan("forward",  math.inf,        0,  4, "tile-stream", 2,    0,    32,    1,    0, 262144)')
+
+
+def stream_segments_rewrites(segment_bytes: int) -> list:
+    """Rewrites giving the forward's two tile-stream plans segments of segment_bytes."""
+    return [(line, line.replace("262144", str(segment_bytes))) for line in STREAM_PLANS]
+
+
+def segments_probe(out: list) -> None:
+    """The forward's tile-stream in segments of 224 and 192 KB against the table's 256 KB, 131,072-1M columns."""
+    variants = [(f"segments of {kb} KB", rewritten(f"triton_softmax_seg{kb}", stream_segments_rewrites(kb * 1024))
+                 .softmax_forward) for kb in (224, 192)]
+    forward_configs_probe("segments", [262144, 524288, 777777, 1048576], variants, out, ["float16"])
+    forward_configs_probe("segments", [131072, 262144, 1048576], variants, out, ["float32"])
+
+
 if __name__ == "__main__":
     run_probes({"ab": ab_probe, "backward": backward_ab_probe, "backward_variants": backward_variants_probe,
                 "line_bases": line_bases_probe, "odd": odd_ab_probe, "knobs": knobs_probe,
                 "knobs_backward": knobs_backward_probe, "split": knobs_split_probe,
                 "split_backward": knobs_split_backward_probe,
-                "two_byte_stream": two_byte_stream_probe, "tile_unroll": tile_unroll_probe},
+                "two_byte_stream": two_byte_stream_probe, "tile_unroll": tile_unroll_probe,
+                "segments": segments_probe},
                sys.argv[1:] or ["ab"], "probe_ab.json")

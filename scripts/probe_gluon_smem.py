@@ -46,7 +46,7 @@ def _write_tile(output_row, x, offsets, n_cols, row_max, inv_row_sum):
 @gluon.jit
 def _smem_tile_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
                           TILE_ROWS: gl.constexpr, VEC: gl.constexpr, NUM_WARPS: gl.constexpr, KEPT: gl.constexpr,
-                          UNROLL: gl.constexpr):
+                          UNROLL: gl.constexpr, BARRIER: gl.constexpr = True, RESERVE: gl.constexpr = 0):
     """Two-pass online softmax of rows program_id, program_id + num_programs, ... in [TILE_ROWS, VEC] tiles; the
     first KEPT tiles of a row wait in shared memory for pass 2, the rest in L2 (pass 2 reads those first, last tile
     first, as the tile kernel does). Each thread reads back from shared memory only what it stored there."""
@@ -57,6 +57,10 @@ def _smem_tile_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_st
     for i in gl.static_range(KEPT):
         slots = slots + (gl.allocate_shared_memory(input_ptr.dtype.element_ty, [TILE_ROWS, VEC],
                                                    gl.SwizzledSharedLayout(1, 1, 1, [1, 0])),)
+    if RESERVE > 0:  # shared memory taken but never read (the probe's measure of what it takes from L1)
+        reserved = gl.allocate_shared_memory(input_ptr.dtype.element_ty, [RESERVE, TILE_ROWS, VEC],
+                                             gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
+        reserved.index(RESERVE - 1).store(gl.full([TILE_ROWS, VEC], 0.0, input_ptr.dtype.element_ty, layout=layout))
     n_cols = n_cols // VEC * VEC
     input_row_stride = input_row_stride // VEC * VEC
     output_row_stride = output_row_stride // VEC * VEC
@@ -71,7 +75,8 @@ def _smem_tile_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_st
         vec_sum = gl.full([TILE_ROWS], 0.0, gl.float32, layout=gl.SliceLayout(1, layout))
         # one barrier a row: every warp has read its previous row's slots before any overwrites them (without it
         # the compiler puts one before each slot's store, whose guard it cannot see through)
-        gl.thread_barrier()
+        if BARRIER:  # off only for the probe's measure of the barrier itself (KEPT 0)
+            gl.thread_barrier()
         # the head has no branches (a slot past the row's end reads nothing and adds -inf, which changes no sum), so
         # the compiler may issue its loads ahead of the steps that use them; the next slot's load is written first
         x_next = gl.load(input_row + tile, mask=tile < n_cols, other=float("-inf"))
@@ -100,7 +105,7 @@ def _smem_tile_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_st
                         inv_row_sum)
 
 
-def smem_tile_launch(y, x, kept, vectors_per_thread=2, num_warps=32, unroll=2):
+def smem_tile_launch(y, x, kept, vectors_per_thread=2, num_warps=32, unroll=2, barrier=True, reserve=0):
     """Launch _smem_tile_fwd_kernel on one program an SM; returns the compiled kernel."""
     n_rows, n_cols = x.shape
     vec = 16 // x.element_size()
@@ -108,15 +113,15 @@ def smem_tile_launch(y, x, kept, vectors_per_thread=2, num_warps=32, unroll=2):
     n_programs = min(n_rows, sm._sm_count(x.device))
     return _smem_tile_fwd_kernel[(n_programs,)](y, x, x.stride(0), y.stride(0), n_rows, n_cols,
                                                 TILE_ROWS=32 * num_warps * vectors_per_thread, VEC=vec,
-                                                NUM_WARPS=num_warps, KEPT=kept, UNROLL=unroll,
+                                                NUM_WARPS=num_warps, KEPT=kept, UNROLL=unroll, BARRIER=barrier, RESERVE=reserve,
                                                 num_warps=num_warps)
 
 
-def smem_tile_forward(kept, vectors_per_thread=2, num_warps=32, unroll=2):
+def smem_tile_forward(kept, vectors_per_thread=2, num_warps=32, unroll=2, barrier=True, reserve=0):
     """A forward callable for forward_configs_probe: KEPT tiles of each row in shared memory."""
     def forward(x):
         y = torch.empty_like(x)
-        smem_tile_launch(y, x, kept, vectors_per_thread, num_warps, unroll)
+        smem_tile_launch(y, x, kept, vectors_per_thread, num_warps, unroll, barrier, reserve)
         return y
     return forward
 
@@ -151,5 +156,18 @@ def smem_long_probe(out: list) -> None:
                                   [dtype])
 
 
+def barrier_probe(out: list) -> None:
+    """What the head's one barrier a row costs alone (Gluon's tile loop, no slot, with and without it), and what
+    shared memory taken but unused costs (L1 and shared memory are one 256 KB array an SM)."""
+    variants = [("gluon smem 0", smem_tile_forward(0, barrier=False)),
+                ("gluon smem 0, a barrier a row", smem_tile_forward(0)),
+                ("gluon smem 0, unroll 4", smem_tile_forward(0, unroll=4, barrier=False)),
+                ("gluon smem 0, 32 KB reserved", smem_tile_forward(0, barrier=False, reserve=1)),
+                ("gluon smem 0, 96 KB reserved", smem_tile_forward(0, barrier=False, reserve=3)),
+                ("gluon smem 0, 192 KB reserved", smem_tile_forward(0, barrier=False, reserve=6))]
+    for dtype, ns in (("float16", [65536, 131072]), ("float32", [65536])):
+        forward_configs_probe("gluon-barrier", ns, variants, out, [dtype])
+
+
 if __name__ == "__main__":
-    run_probes({"smem": smem_probe, "smem_long": smem_long_probe}, sys.argv[1:] or ["smem"], "probe_gluon_smem.json")
+    run_probes({"smem": smem_probe, "smem_long": smem_long_probe, "barrier": barrier_probe}, sys.argv[1:] or ["smem"], "probe_gluon_smem.json")
