@@ -1410,6 +1410,13 @@ class Plan(NamedTuple):
 # ones (EDGES_APART: +3% to +9% at 65,535-131,071); aligned rows and odd fp32 rows lost 3-16% with the edges apart, so
 # they keep the loop form. The rows above that say "tiles of 2,048" for odd rows or "tile kernel" for odd 2-byte rows
 # of 32k-57k describe the table before.
+# Since round 66 (...-h100-segments{,-more}.json, ...-h100-backward-segments.json) the forward's tile-stream segments
+# fit L1: pass 2 reads a segment back from the SM's L1 (256 KB with shared memory, of which these kernels take 128
+# bytes), which a 256 KB segment overflows. 2-byte rows: segments of 224 KB (7 tiles), -0.6% to +2.1% (1M). fp32: 224
+# KB to 524,288 columns (100,000 keeps its two segments; 131,072-524,288: +4.1-4.8%), 192 KB (6 tiles) past it (1M:
+# +0.9-1.7%, where 7-tile segments lost 2%). The backward's stream segments (y and dy together) of 192 KB, 3 blocks,
+# for rows of 65,537-262,144 columns: +4-6% at 131,072-262,144 (fp16 262,144: +0.9%); at 524,288-1M they lost 1-8%
+# (more siblings), and 65,536 (one 256 KB segment a row, no exchange) was not measured with them.
 SOFTMAX_PLANS = (
     #     op          max_cols  min_rows bytes path      rows  block  warps  progs stages segment unroll
     Plan("forward",        64,        0,  0, "rows",      64,     0,     4,    0),
@@ -1446,8 +1453,9 @@ SOFTMAX_PLANS = (
          edges_apart=True),
     Plan("forward",     65536,        2,  4, "tile",       2,     0,    32,    1,    0,      0, 2, partial_vectors=True),
     Plan("forward",     65536,        0,  4, "exchange",   0,  4096,     8,    4),
-    Plan("forward",  math.inf,        0,  2, "tile-stream", 2,    0,    32,    1,    0, 262144, one_warp_from=2),
-    Plan("forward",  math.inf,        0,  4, "tile-stream", 2,    0,    32,    1,    0, 262144),
+    Plan("forward",  math.inf,        0,  2, "tile-stream", 2,    0,    32,    1,    0, 229376, one_warp_from=2),
+    Plan("forward",    524288,        0,  4, "tile-stream", 2,    0,    32,    1,    0, 229376),
+    Plan("forward",  math.inf,        0,  4, "tile-stream", 2,    0,    32,    1,    0, 196608),
     Plan("backward",       64,        0,  0, "rows",      32,     0,     4,    0),
     Plan("backward",      128,        0,  0, "rows",      16,     0,     4,    0),
     Plan("backward",      256,        0,  0, "rows",       8,     0,     4,    0),
@@ -1461,6 +1469,12 @@ SOFTMAX_PLANS = (
     Plan("backward",    32768,        0,  2, "rows",       1,     0,    32,    0),
     Plan("backward",    24576,        2,  4, "online",     0,  8192,    32,    1),
     Plan("backward",    32768,        2,  4, "rows",       1,     0,    16,    0),
+    Plan("backward",     65536,        0,  4, "stream",     0,  8192,    32,    1,    1, 262144, one_warp_from=8),
+    Plan("backward",     65536,        0,  2, "stream",     0, 16384,    32,    1,    1, 262144, slot_lanes=32,
+         maxnreg=64),
+    Plan("backward",    262144,        0,  4, "stream",     0,  8192,    32,    1,    1, 196608, one_warp_from=8),
+    Plan("backward",    262144,        0,  2, "stream",     0, 16384,    32,    1,    1, 196608, slot_lanes=32,
+         maxnreg=64),
     Plan("backward",  math.inf,        0,  4, "stream",     0,  8192,    32,    1,    1, 262144, one_warp_from=8),
     Plan("backward",  math.inf,        0,  2, "stream",     0, 16384,    32,    1,    1, 262144, slot_lanes=32,
          maxnreg=64),

@@ -11,6 +11,7 @@ each checked against float64 on every element first (the probe's 'dispatcher' li
 """
 import importlib.util
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -130,7 +131,7 @@ BACKWARD_VARIANTS = {"none (c60f2b1)": (), "write pairs": ("STREAM_WRITE_PAIRS",
 
 # 2-byte tile-stream (262,144 columns and more) with its loops unrolled twice: pass 1's loads two tiles at a time, as
 # the tile kernel's are (offline sm_90: 64 registers, 0-8 bytes spilled with the write pairs, 16 for aligned bf16)
-TWO_BYTE_TILE_STREAM = 'Plan("forward",  math.inf,        0,  2, "tile-stream", 2,    0,    32,    1,    0, 262144, '
+TWO_BYTE_TILE_STREAM = 'Plan("forward",  math.inf,        0,  2, "tile-stream", 2,    0,    32,    1,    0, 229376, '
 UNROLLED_TWICE = (TWO_BYTE_TILE_STREAM + "one_warp_from=2)", TWO_BYTE_TILE_STREAM + "one_warp_from=2, unroll=2)")
 
 
@@ -243,22 +244,38 @@ def knobs_backward_probe(out: list) -> None:
 
 # Round 66: tile-stream's segments small enough for L1. Round 65 found that on Hopper the L1 (256 KB an SM, less the
 # shared memory a kernel takes) is what serves pass 2's re-reads: 32 KB of shared memory taken and never used cost 8% at
-# rows of 256 KB. A 256 KB segment overflows the ~248 KB left; 224 and 192 KB segments fit (more siblings a row).
-STREAM_PLANS = ('Plan("forward",  math.inf,        0,  2, "tile-stream", 2,    0,    32,    1,    0, 262144, ',
-                'Plan("forward",  math.inf,        0,  4, "tile-stream", 2,    0,    32,    1,    0, 262144)')
+# rows of 256 KB. A 256 KB segment overflows the ~248 KB left; 224 and 192 KB segments fit (more siblings a row). Each
+# variant gives every forward tile-stream row of the table one segment size; the first H100 runs compared them with the
+# table before round 66 (256 KB everywhere), which the "segments of 256 KB" variant now stands for.
+STREAM_PLANS = ('Plan("forward",  math.inf,        0,  2, "tile-stream", 2,    0,    32,    1,    0, 229376, ',
+                'Plan("forward",    524288,        0,  4, "tile-stream", 2,    0,    32,    1,    0, 229376)',
+                'Plan("forward",  math.inf,        0,  4, "tile-stream", 2,    0,    32,    1,    0, 196608)')
 
 
 def stream_segments_rewrites(segment_bytes: int) -> list:
-    """Rewrites giving the forward's two tile-stream plans segments of segment_bytes."""
-    return [(line, line.replace("262144", str(segment_bytes))) for line in STREAM_PLANS]
+    """Rewrites giving every forward tile-stream plan of the table segments of segment_bytes."""
+    return [(line, re.sub(r"\b(229376|196608)\b", str(segment_bytes), line)) for line in STREAM_PLANS]
+
+
+def segment_variants(sizes_kb) -> list:
+    """(label, forward) with every tile-stream plan at each of sizes_kb."""
+    return [(f"segments of {kb} KB", rewritten(f"triton_softmax_seg{kb}", stream_segments_rewrites(kb * 1024))
+             .softmax_forward) for kb in sizes_kb]
 
 
 def segments_probe(out: list) -> None:
-    """The forward's tile-stream in segments of 224 and 192 KB against the table's 256 KB, 131,072-1M columns."""
-    variants = [(f"segments of {kb} KB", rewritten(f"triton_softmax_seg{kb}", stream_segments_rewrites(kb * 1024))
-                 .softmax_forward) for kb in (224, 192)]
+    """The forward's tile-stream in segments of 256, 224 and 192 KB against the table, 131,072-1M columns."""
+    variants = segment_variants((256, 224, 192))
     forward_configs_probe("segments", [262144, 524288, 777777, 1048576], variants, out, ["float16"])
     forward_configs_probe("segments", [131072, 262144, 1048576], variants, out, ["float32"])
+
+
+def segments_more_probe(out: list) -> None:
+    """After segments_probe: 160-256 KB at every tile-stream shape of the sweep, all three dtypes."""
+    variants = segment_variants((256, 224, 192, 160))
+    forward_configs_probe("segments-more", [262144, 524288, 777777, 1048576], variants, out, ["float16", "bfloat16"])
+    forward_configs_probe("segments-more", [100000, 131072, 262144, 524288, 777777, 1048576], variants, out,
+                          ["float32"])
 
 
 if __name__ == "__main__":
@@ -267,5 +284,5 @@ if __name__ == "__main__":
                 "knobs_backward": knobs_backward_probe, "split": knobs_split_probe,
                 "split_backward": knobs_split_backward_probe,
                 "two_byte_stream": two_byte_stream_probe, "tile_unroll": tile_unroll_probe,
-                "segments": segments_probe},
+                "segments": segments_probe, "segments_more": segments_more_probe},
                sys.argv[1:] or ["ab"], "probe_ab.json")

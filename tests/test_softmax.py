@@ -752,12 +752,12 @@ def test_probe_variants_set_the_knobs_they_name():
     assert not sm._write_pairs(True, 65536, 2) and sm._write_pairs(True, 65537, 2) and sm._write_pairs(True, 65536, 4)
     assert not sm._write_pairs(False, 1 << 20, 4)
     unrolled = probe_ab.with_knobs("triton_softmax_test_unrolled", (), (probe_ab.UNROLLED_TWICE,))
-    assert [plan.unroll for plan in unrolled.SOFTMAX_PLANS if plan.path == "tile-stream"] == [2, 1]
+    assert [plan.unroll for plan in unrolled.SOFTMAX_PLANS if plan.path == "tile-stream"] == [2, 1, 1]
 
 
 def test_probe_plan_rewrites_reach_the_rows_they_name():
-    """scripts/probe_ab.py two_byte_stream and tile_unroll rewrite lines of SOFTMAX_PLANS: each line is there once
-    (rewritten asserts it), and the rewritten table sends 2-byte 100,000-column rows where the variant says."""
+    """scripts/probe_ab.py two_byte_stream, tile_unroll and segments rewrite lines of SOFTMAX_PLANS: each line is there
+    once (rewritten asserts it), and the rewritten table sends rows where the variant says."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
     probe_ab = importlib.import_module("probe_ab")
     many = 10**6  # rows: at least 2 an SM on any GPU
@@ -769,6 +769,12 @@ def test_probe_plan_rewrites_reach_the_rows_they_name():
         == [4, 4]
     assert [sm._select_plan("forward", many, n, 2, DEVICE, align).unroll for n, align in ((100000, 8), (100001, 1))] \
         == [2, 2]
+    # segments: every forward tile-stream row of the rewritten table, and no other row, at the variant's size
+    sized = probe_ab.rewritten("triton_softmax_test_segments", probe_ab.stream_segments_rewrites(163840))
+    for plan, before in zip(sized.SOFTMAX_PLANS, sm.SOFTMAX_PLANS, strict=True):
+        assert plan.segment_bytes == (163840 if plan.op == "forward" and plan.path == "tile-stream"
+                                      else before.segment_bytes)
+    assert sized._select_plan("forward", many, 1 << 20, 4, DEVICE, 4).segment_bytes == 163840
 
 
 def test_even_segments(monkeypatch):
