@@ -14,7 +14,7 @@ from kernellab import stats
 
 # Two-sided 97.5% for each median, so the ratio interval built from both covers >= 95%.
 MEDIAN_CI_Z = 2.241
-# A speedup beyond this, or a bandwidth above the run's measured copy bandwidth by more than
+# A speedup beyond this, or a bandwidth above the run's measured ceiling (see ceiling_for) by more than
 # SUSPECT_CEILING_MARGIN, is a bug until explained: it is flagged and never counts as support.
 SUSPECT_SPEEDUP = 10.0
 # The ceiling is itself a measurement, of torch's copy kernel: its fastest samples run 0.2-0.35%
@@ -30,7 +30,8 @@ HOW_VERDICTS_ARE_REACHED = (
     "combination, so it covers at least 95%. Supported: every interval lies above the bar. "
     "Rejected: some interval lies wholly below it. Inconclusive: an interval crosses the bar, a "
     f"case is missing, or a figure is suspect (a speedup above {SUSPECT_SPEEDUP:.0f}x, or a bandwidth more than "
-    f"{SUSPECT_CEILING_MARGIN:.0%} above the run's measured copy bandwidth). Invalid: a correctness check failed. "
+    f"{SUSPECT_CEILING_MARGIN:.0%} above the ceiling measured in the same run: a copy for a forward, two reads and "
+    "one write for a backward). Invalid: a correctness check failed. "
     "Imported figures carry no samples: their point values are used as they are, and the page says so."
 )
 

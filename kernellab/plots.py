@@ -378,8 +378,8 @@ def _rc(key: str):
     return matplotlib.rcParams[key]
 
 
-def bandwidth_vs_n(series: dict, copy_gbs, title: str) -> bytes:
-    """GB/s against row length N, one line per profile, the copy ceiling as a dashed line.
+def bandwidth_vs_n(series: dict, copy_gbs, title: str, ceiling: str = "copy") -> bytes:
+    """GB/s against row length N, one line per profile, the ceiling (named by `ceiling`) as a dashed line.
 
     series: {profile: [(n_cols, gbs), ...]}
     """
@@ -396,7 +396,8 @@ def bandwidth_vs_n(series: dict, copy_gbs, title: str) -> bytes:
             entries.append((profile, style["color"], style["linestyle"], 1.5))
         if copy_gbs:
             chart.hline(copy_gbs, **BAR)
-            entries.append((f"copy ceiling {copy_gbs:,.0f} GB/s", BAR["color"], BAR["linestyle"], BAR["linewidth"]))
+            entries.append((f"{ceiling} ceiling {copy_gbs:,.0f} GB/s", BAR["color"], BAR["linestyle"],
+                            BAR["linewidth"]))
         xs = log2_ticks(2 ** log_low, 2 ** log_high)
         chart.axis("x", xs, [_size_label(n) for n in xs], title="row length N (columns)")
         ys = value_ticks(0, top)

@@ -232,6 +232,13 @@ def test_committed_runs_build_and_check(tmp_path):
     """The repo's own site_src/ and runs/ must build and pass the decision check."""
     assert main(["--root", str(REPO), "--out", str(tmp_path / "public")]) == 0
     assert main(["--root", str(REPO), "--check"]) == 0
+    # each bandwidth table and plot names the ceiling its shares are of: the backward's is not a copy
+    backward = (tmp_path / "public" / "experiments" / "backward-pass.html").read_text()
+    forward = (tmp_path / "public" / "experiments" / "softmax-bandwidth-sweep.html").read_text()
+    assert "share of two-reads-one-write bandwidth" in backward and "share of copy bandwidth" not in backward
+    assert "share of copy bandwidth" in forward and "two-reads-one-write" not in forward
+    legends = [p.read_text() for p in (tmp_path / "public" / "experiments" / "backward-pass").glob("*-bandwidth-*.svg")]
+    assert legends and all("two-reads-one-write ceiling" in svg and "copy ceiling" not in svg for svg in legends)
 
 
 def test_swapping_the_committed_h200_timings_fails_decision_0002(tmp_path, capsys):

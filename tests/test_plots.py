@@ -27,6 +27,9 @@ def test_every_plot_names_what_it_shows():
                                 "torch": [(1024, 700.0), (4096, 1400.0), (65536, 1900.0)]}, 3000.0, "GPU, float16").decode()
     for text in ("GPU, float16", "GB/s", "row length N (columns)", "triton", "torch", "copy ceiling 3,000 GB/s", "1K", "64K"):
         assert f">{text}<" in svg, text
+    svg = plots.bandwidth_vs_n({"triton": [(1024, 900.0), (65536, 2000.0)]}, 3000.0, "GPU, float16",
+                               "two-reads-one-write").decode()
+    assert ">two-reads-one-write ceiling 3,000 GB/s<" in svg and "copy ceiling" not in svg
     svg = plots.speedup_intervals([("a float16", 1.2, 1.1, 1.3), ("b float32", 0.9, 0.85, 0.95)], 1.05, "GPU").decode()
     assert ">a float16<" in svg and ">b float32<" in svg and "the bar, 1.05x" in svg
     svg = plots.latency_distribution([("torch float16", [0.01, 0.011, 0.012, 0.013, 0.02])], "GPU").decode()
