@@ -9,7 +9,7 @@ run under TRITON_INTERPRET, so this stays a probe until it wins.
 
 Every variant is checked against float64 on every element first, then timed beside the dispatcher and a copy, as
 probe_long_rows does. Rows must be whole 16-byte vectors with 16-byte-aligned rows (asserted). Usage on a CUDA
-machine: python scripts/probe_gluon_smem.py [smem|smem_long]; $OUT/probe_gluon_smem.json.
+machine: python scripts/probe_gluon_smem.py [smem|smem_long|barrier]; $OUT/probe_gluon_smem.json.
 """
 import sys
 from pathlib import Path
@@ -113,8 +113,8 @@ def smem_tile_launch(y, x, kept, vectors_per_thread=2, num_warps=32, unroll=2, b
     n_programs = min(n_rows, sm._sm_count(x.device))
     return _smem_tile_fwd_kernel[(n_programs,)](y, x, x.stride(0), y.stride(0), n_rows, n_cols,
                                                 TILE_ROWS=32 * num_warps * vectors_per_thread, VEC=vec,
-                                                NUM_WARPS=num_warps, KEPT=kept, UNROLL=unroll, BARRIER=barrier, RESERVE=reserve,
-                                                num_warps=num_warps)
+                                                NUM_WARPS=num_warps, KEPT=kept, UNROLL=unroll, BARRIER=barrier,
+                                                RESERVE=reserve, num_warps=num_warps)
 
 
 def smem_tile_forward(kept, vectors_per_thread=2, num_warps=32, unroll=2, barrier=True, reserve=0):
@@ -170,4 +170,5 @@ def barrier_probe(out: list) -> None:
 
 
 if __name__ == "__main__":
-    run_probes({"smem": smem_probe, "smem_long": smem_long_probe, "barrier": barrier_probe}, sys.argv[1:] or ["smem"], "probe_gluon_smem.json")
+    run_probes({"smem": smem_probe, "smem_long": smem_long_probe, "barrier": barrier_probe}, sys.argv[1:] or ["smem"],
+               "probe_gluon_smem.json")
