@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 import torch
-import triton
 import triton.language as tl
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
