@@ -378,14 +378,14 @@ def _rc(key: str):
     return matplotlib.rcParams[key]
 
 
-def bandwidth_vs_n(series: dict, copy_gbs, title: str, ceiling: str = "copy") -> bytes:
+def bandwidth_vs_n(series: dict, ceiling_gbs, title: str, ceiling: str = "copy") -> bytes:
     """GB/s against row length N, one line per profile, the ceiling (named by `ceiling`) as a dashed line.
 
     series: {profile: [(n_cols, gbs), ...]}
     """
     ns = [p[0] for points in series.values() for p in points]
     log_low, log_high = padded([math.log2(n) for n in ns])
-    top = max([p[1] for points in series.values() for p in points] + [copy_gbs or 0]) * (1 + MARGIN) or 1
+    top = max([p[1] for points in series.values() for p in points] + [ceiling_gbs or 0]) * (1 + MARGIN) or 1
     with _style():
         chart = Chart((7, 3.6), (0.09, 0.13, 0.7, 0.92), (2 ** log_low, 2 ** log_high), (0, top), log2_x=True)
         entries = []
@@ -394,9 +394,9 @@ def bandwidth_vs_n(series: dict, copy_gbs, title: str, ceiling: str = "copy") ->
             style = {"color": PALETTE[i % len(PALETTE)], "linestyle": ("-", "--")[i // len(PALETTE) % 2]}
             chart.line([p[0] for p in points], [p[1] for p in points], marker="o", markersize=3, **style)
             entries.append((profile, style["color"], style["linestyle"], 1.5))
-        if copy_gbs:
-            chart.hline(copy_gbs, **BAR)
-            entries.append((f"{ceiling} ceiling {copy_gbs:,.0f} GB/s", BAR["color"], BAR["linestyle"],
+        if ceiling_gbs:
+            chart.hline(ceiling_gbs, **BAR)
+            entries.append((f"{ceiling} ceiling {ceiling_gbs:,.0f} GB/s", BAR["color"], BAR["linestyle"],
                             BAR["linewidth"]))
         xs = log2_ticks(2 ** log_low, 2 ** log_high)
         chart.axis("x", xs, [_size_label(n) for n in xs], title="row length N (columns)")

@@ -159,7 +159,7 @@ def run_plots(experiment: dict, run: dict, label: str, anchor: str) -> list:
     slug, out = experiment["slug"], []
     if len({c["cols"] for c in experiment["cases"]}) >= 3:
         ceiling_name, ceiling = judge.ceiling_for(run, experiment["claim"]["pass"])
-        copy = (ceiling or {}).get("gbs")
+        ceiling_gbs = (ceiling or {}).get("gbs")
         short_name = ceiling_name.removesuffix(" bandwidth")  # "copy", "two-reads-one-write"
         for dtype in experiment["dtypes"]:
             table = bandwidth_table(experiment, run, dtype)
@@ -167,11 +167,11 @@ def run_plots(experiment: dict, run: dict, label: str, anchor: str) -> list:
                 continue
             ns = sorted({p[0] for points in table.values() for p in points})
             out.append({
-                "kind": "bandwidth", "dtype": dtype, "table": table, "rows": bandwidth_rows(table, ns), "copy_gbs": copy,
-                "ceiling_name": ceiling_name,
+                "kind": "bandwidth", "dtype": dtype, "table": table, "rows": bandwidth_rows(table, ns),
+                "ceiling_gbs": ceiling_gbs, "ceiling_name": ceiling_name,
                 "path": f"experiments/{slug}/{anchor}-bandwidth-{dtype}.svg",
                 "job": (plots.bandwidth_vs_n, ({p: [(n, g) for n, g, _ in pts] for p, pts in table.items()},
-                                               copy, f"{label}, {dtype}", short_name)),
+                                               ceiling_gbs, f"{label}, {dtype}", short_name)),
                 "alt": f"Line plot of GB/s against row length N for each profile in {dtype} on {label}, "
                        f"with the {short_name} ceiling as a dashed line; the numbers are in the table beside it.",
                 "caption": f"Throughput against row length, {dtype}",

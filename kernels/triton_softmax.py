@@ -2072,7 +2072,9 @@ def softmax_forward(x: torch.Tensor) -> torch.Tensor:
         n_rows, n_cols = x.shape
         align = _forward_align(y, x)
         plan = _select_plan("forward", n_rows, n_cols, x.element_size(), x.device, align)
-        head = n_rows - _tail_rows(n_rows, _rows_per_round(y, x, plan, align), _row_multiple(x, y))
+        # the grid's rounds only matter with BALANCE_TAIL; off, they are not worked out on every call
+        rows_per_round = _rows_per_round(y, x, plan, align) if BALANCE_TAIL else 0
+        head = n_rows - _tail_rows(n_rows, rows_per_round, _row_multiple(x, y))
         _run_forward_plan(y[:head], x[:head], plan, align)
         if head < n_rows:
             tail_plan = _select_plan("forward", n_rows - head, n_cols, x.element_size(), x.device, align)

@@ -19,22 +19,26 @@ from kernels import triton_softmax as sm  # noqa: E402
 SEGMENT_KB = [128, 192, 384, 512]
 
 
-def with_segment(segment_bytes):
-    """The dispatcher's stream backward plan with another segment size."""
+def with_stream(block, segment_bytes, num_warps=None, programs_per_sm=None):
+    """The dispatcher's stream backward plan with another block ('half', 'twice' the plan's, or None), segment size,
+    and warps and programs an SM (None: the plan's)."""
     def run(y, dy):
         dx = torch.empty_like(y)
         align = sm._backward_align(dx, y, dy)
         plan = sm._select_plan("backward", *y.shape, y.element_size(), y.device, align)
-        sm._backward_stream(dx, y, dy, plan.block_size, plan.num_warps, plan.programs_per_sm, plan.num_stages,
-                            segment_bytes, align, one_warp_from=plan.one_warp_from, slot_lanes=plan.slot_lanes,
-                            maxnreg=plan.maxnreg)
+        block_size = {None: plan.block_size, "half": plan.block_size // 2, "twice": plan.block_size * 2}[block]
+        warps, programs = num_warps or plan.num_warps, programs_per_sm or plan.programs_per_sm
+        # the plan's cap where it has one, rescaled to the programs an SM (the plan's own at its own shape)
+        maxnreg = plan.maxnreg and min(255, 65536 // (programs * warps * 32) // 8 * 8)
+        sm._backward_stream(dx, y, dy, block_size, warps, programs, plan.num_stages, segment_bytes, align,
+                            one_warp_from=plan.one_warp_from, slot_lanes=plan.slot_lanes, maxnreg=maxnreg)
         return dx
     return run
 
 
 def backward_probe(out: list) -> None:
     """The ceiling, the dispatcher and each segment size, per long N and dtype."""
-    backward_configs_probe("backward-segments", NS, [(f"{kb} KB segments", with_segment(kb * 1024))
+    backward_configs_probe("backward-segments", NS, [(f"{kb} KB segments", with_stream(None, kb * 1024))
                                                      for kb in SEGMENT_KB], out, DTYPES)
 
 
@@ -46,21 +50,6 @@ LONG_SHAPES = [("320 KB segments (5 blocks)", None, 327680, 32, 1),
                ("blocks of half, 224 KB segments", "half", 229376, 32, 1),
                ("blocks of twice, 256 KB segments", "twice", 262144, 32, 1),
                ("two 16-warp programs an SM, 128 KB segments", None, 131072, 16, 2)]
-
-
-def with_stream(block, segment_bytes, num_warps, programs_per_sm):
-    """The dispatcher's stream backward plan with another block ('half', 'twice' the plan's, or None), segment size,
-    warps and programs an SM."""
-    def run(y, dy):
-        dx = torch.empty_like(y)
-        align = sm._backward_align(dx, y, dy)
-        plan = sm._select_plan("backward", *y.shape, y.element_size(), y.device, align)
-        block_size = {None: plan.block_size, "half": plan.block_size // 2, "twice": plan.block_size * 2}[block]
-        maxnreg = plan.maxnreg and min(255, 65536 // (programs_per_sm * num_warps * 32) // 8 * 8)
-        sm._backward_stream(dx, y, dy, block_size, num_warps, programs_per_sm, plan.num_stages, segment_bytes, align,
-                            one_warp_from=plan.one_warp_from, slot_lanes=plan.slot_lanes, maxnreg=maxnreg)
-        return dx
-    return run
 
 
 def long_probe(out: list) -> None:
