@@ -1278,6 +1278,8 @@ class Plan(NamedTuple):
     maxnreg: int = 0        # stream, row-tiles: registers a thread, passed to ptxas (0: ptxas chooses; see SOFTMAX_PLANS)
     keep_input: bool = False  # row-tiles: hold the row in the input's own type (see _row_tiles_softmax)
     edges_apart: bool = False  # tile: inner tiles unmasked, the edge tiles after them (see _tile_online_fwd_kernel)
+    shorter_segment_bytes: float = 0  # tile-stream: a shorter cut of the row, taken where the grid's arithmetic
+                                      # favours it (see SHORTER_SEGMENT_GAIN; 0: none)
 
 
 # Short rows: tiles of ~4096 elements, so each program moves 8-16 KB and a thread holds 2-4
@@ -1413,10 +1415,12 @@ class Plan(NamedTuple):
 # Since round 66 (...-h100-segments{,-more}.json, ...-h100-backward-segments.json) the forward's tile-stream segments
 # fit L1: pass 2 reads a segment back from the SM's L1 (256 KB with shared memory, of which these kernels take 128
 # bytes), which a 256 KB segment overflows. 2-byte rows: segments of 224 KB (7 tiles), -0.6% to +2.1% (1M). fp32: 224
-# KB to 524,288 columns (100,000 keeps its two segments; 131,072-524,288: +4.1-4.8%), 192 KB (6 tiles) past it (1M:
-# +0.9-1.7%, where 7-tile segments lost 2%). The backward's stream segments (y and dy together) of 192 KB, 3 blocks,
-# for rows of 65,537-262,144 columns: +4-6% at 131,072-262,144 (fp16 262,144: +0.9%); at 524,288-1M they lost 1-8%
-# (more siblings), and 65,536 (one 256 KB segment a row, no exchange) was not measured with them.
+# KB (131,072-524,288: +4.1-4.8%). Which of 224 KB and 192 KB (6 tiles) serves a row better depends on how its tiles and
+# the grid divide (round 72: 192 KB -4% to +3% against 224 KB, shape by shape), so the launch takes 192 KB where the
+# grid's arithmetic says it fills at least SHORTER_SEGMENT_GAIN more (_grid_fill). The backward's stream segments (y
+# and dy together) of 192 KB, 3 blocks, for rows of 65,537-262,144 columns: +4-6% at 131,072-262,144 (fp16 262,144:
+# +0.9%); at 524,288-1M they lost 1-8% (more siblings), and 65,536 (one 256 KB segment a row, no exchange) was not
+# measured with them.
 SOFTMAX_PLANS = (
     #     op          max_cols  min_rows bytes path      rows  block  warps  progs stages segment unroll
     Plan("forward",        64,        0,  0, "rows",      64,     0,     4,    0),
@@ -1453,9 +1457,10 @@ SOFTMAX_PLANS = (
          edges_apart=True),
     Plan("forward",     65536,        2,  4, "tile",       2,     0,    32,    1,    0,      0, 2, partial_vectors=True),
     Plan("forward",     65536,        0,  4, "exchange",   0,  4096,     8,    4),
-    Plan("forward",  math.inf,        0,  2, "tile-stream", 2,    0,    32,    1,    0, 229376, one_warp_from=2),
-    Plan("forward",    524288,        0,  4, "tile-stream", 2,    0,    32,    1,    0, 229376),
-    Plan("forward",  math.inf,        0,  4, "tile-stream", 2,    0,    32,    1,    0, 196608),
+    Plan("forward",  math.inf,        0,  2, "tile-stream", 2,    0,    32,    1,    0, 229376, one_warp_from=2,
+         shorter_segment_bytes=196608),
+    Plan("forward",  math.inf,        0,  4, "tile-stream", 2,    0,    32,    1,    0, 229376,
+         shorter_segment_bytes=196608),
     Plan("backward",       64,        0,  0, "rows",      32,     0,     4,    0),
     Plan("backward",      128,        0,  0, "rows",      16,     0,     4,    0),
     Plan("backward",      256,        0,  0, "rows",       8,     0,     4,    0),
@@ -1515,6 +1520,13 @@ TILE_STREAM_VECTOR_EDGES = True
 # from EVEN_SEGMENTS alone (notes/probes/2026-11-25-h100-knobs-split.json, round 60). Kept, off, until the H200 has
 # run the same probe (scripts/probe_ab.py split), where round 57 predicted as much.
 BALANCE_TAIL = False
+# A tile-stream row takes its plan's shorter segments where _grid_fill gives them at least this much more of the grid
+# than the plan's own (a row's segments wait for its longest, and the grid is a multiple of a row's segments, so both
+# the last segment's length and the grid's size decide). Round 72 (H100, 14 shapes of 262,144-1M columns, five fresh
+# inputs each, notes/probes/2026-11-25-h100-trials-segments-*.json): the measured effect was a third to a half of the
+# arithmetic's, with its sign in 12 of 13 shapes where the two cuts differ; at 3% every one of the 14 chose the faster
+# cut or an equal one (the one wrong sign, fp32 393,216, was 0.8% in the arithmetic, -3.6% measured).
+SHORTER_SEGMENT_GAIN = 1.03
 # Segments of a row as even as whole blocks allow: with 8-block segments fp32 100,000 columns (13 blocks) are
 # cut 8 + 5, and a row's two segments wait for each other (round 57). On the H100: fp32 100,000-100,001 +6-7%
 # (with the write pairs), other rows within 0.3% (round 60).
@@ -1857,11 +1869,16 @@ def _persistent_programs(kernel, args, kwargs, n_items, n_segments, programs_per
     return max(n_segments, min(n_items, grid))
 
 
-def _stream_segments(n_cols, elem_bytes, block_size, segment_bytes, align, vec, line=False):
-    """(n_segments, blocks_per_segment): a row's blocks cut into segments of about segment_bytes (rows
-    start up to one base alignment, vec or a 128-byte line of elements, into their first block)."""
+def _row_blocks(n_cols, block_size, align, vec, line=False) -> int:
+    """Blocks a stream kernel's row spans at most (rows start up to one base alignment, vec or a 128-byte line of
+    elements, into their first block)."""
     base = 8 * vec if line else vec
-    max_blocks = triton.cdiv(n_cols + base - min(base, align), block_size)
+    return triton.cdiv(n_cols + base - min(base, align), block_size)
+
+
+def _stream_segments(n_cols, elem_bytes, block_size, segment_bytes, align, vec, line=False):
+    """(n_segments, blocks_per_segment): a row's blocks (_row_blocks) cut into segments of about segment_bytes."""
+    max_blocks = _row_blocks(n_cols, block_size, align, vec, line)
     blocks_per_segment = max(1, int(min(max_blocks, segment_bytes // (block_size * elem_bytes))))
     n_segments = triton.cdiv(max_blocks, blocks_per_segment)
     if EVEN_SEGMENTS:  # as many segments, as even as whole blocks allow (13 blocks: 7 + 6, not 8 + 5)
@@ -1930,27 +1947,44 @@ def _l2_prefetch_steps(x: torch.Tensor) -> int:
     return TILE_STREAM_PREFETCH if _inline_ptx(x) else 0
 
 
-def _tile_stream_layout(y, x, vectors_per_thread, num_warps, programs_per_sm, segment_bytes, align):
-    """(vec, tile_rows, line, n_segments, blocks_per_segment) of a tile-stream forward from x into y."""
+def _grid_fill(n_rows: int, n_blocks: int, n_segments: int, blocks_per_segment: int, n_programs: int) -> float:
+    """The share of a persistent grid's block-steps that a launch of n_rows rows of n_blocks blocks fills, cut in
+    n_segments of blocks_per_segment, on n_programs programs: the grid is the largest multiple of n_segments that
+    fits, a row's segments run together and wait for the longest, and a group of n_segments programs takes a row a
+    round."""
+    grid = max(n_segments, min(n_rows * n_segments, n_programs // n_segments * n_segments))
+    rounds = triton.cdiv(n_rows, grid // n_segments)
+    return n_rows * n_blocks / (rounds * blocks_per_segment * n_programs)
+
+
+def _tile_stream_layout(y, x, vectors_per_thread, num_warps, programs_per_sm, segment_bytes, align,
+                        shorter_segment_bytes=0):
+    """(vec, tile_rows, line, n_segments, blocks_per_segment) of a tile-stream forward from x into y: segments of
+    segment_bytes, or of shorter_segment_bytes where they fill the grid SHORTER_SEGMENT_GAIN better (_grid_fill)."""
     n_rows, n_cols = x.shape
     vec = _exchange_vec(x.element_size(), x, y)
     tile_rows = 32 * num_warps * vectors_per_thread
     line = _line_bases(vec, tile_rows * vec, x, y)
-    segment_bytes = _few_rows_segment(segment_bytes, n_rows, n_cols * x.element_size(),
-                                      programs_per_sm * _sm_count(x.device))
-    n_segments, blocks_per_segment = _stream_segments(n_cols, x.element_size(), tile_rows * vec, segment_bytes,
-                                                      align, vec, line)
+    n_programs = programs_per_sm * _sm_count(x.device)
+    cuts = []
+    for size in (segment_bytes, shorter_segment_bytes) if shorter_segment_bytes else (segment_bytes,):
+        size = _few_rows_segment(size, n_rows, n_cols * x.element_size(), n_programs)
+        cuts.append(_stream_segments(n_cols, x.element_size(), tile_rows * vec, size, align, vec, line))
+    n_blocks = _row_blocks(n_cols, tile_rows * vec, align, vec, line)
+    fills = [_grid_fill(n_rows, n_blocks, *cut, n_programs) for cut in cuts]
+    n_segments, blocks_per_segment = cuts[-1] if fills[-1] >= SHORTER_SEGMENT_GAIN * fills[0] else cuts[0]
     return vec, tile_rows, line, n_segments, blocks_per_segment
 
 
 def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, segment_bytes, align, unroll=1,
-                         log2=False, wait_prefetch=None, one_warp_from=0, kernel=None, vector_edges=None):
+                         log2=False, wait_prefetch=None, one_warp_from=0, kernel=None, vector_edges=None,
+                         shorter_segment_bytes=0):
     """Launch the tile-stream forward (or a probe's copy of its kernel) on a persistent grid of (row, segment)
     items."""
     kernel = kernel or _tile_stream_fwd_kernel
     n_rows, n_cols = x.shape
     vec, tile_rows, line, n_segments, blocks_per_segment = _tile_stream_layout(
-        y, x, vectors_per_thread, num_warps, programs_per_sm, segment_bytes, align)
+        y, x, vectors_per_thread, num_warps, programs_per_sm, segment_bytes, align, shorter_segment_bytes)
     slots = torch.zeros(n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=x.device)
     args = (y, x, slots, x.stride(0), y.stride(0), n_rows, n_cols, n_segments, blocks_per_segment, _max_polls())
     maxnreg = min(255, 65536 // (programs_per_sm * num_warps * 32) // 8 * 8)
@@ -2018,7 +2052,8 @@ def _run_forward_plan(y, x, plan, align):
         _forward_exchange(y, x, plan.block_size, plan.num_warps, plan.programs_per_sm, align)
     else:
         _forward_tile_stream(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm, plan.segment_bytes,
-                             align, plan.unroll, log2, one_warp_from=plan.one_warp_from)
+                             align, plan.unroll, log2, one_warp_from=plan.one_warp_from,
+                             shorter_segment_bytes=plan.shorter_segment_bytes)
 
 
 def _run_backward_plan(dx, y, dy, plan, align):
@@ -2044,7 +2079,7 @@ def _rows_per_round(y, x, plan, align) -> int:
         return programs
     if plan.path == "tile-stream":
         n_segments = _tile_stream_layout(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm,
-                                         plan.segment_bytes, align)[3]
+                                         plan.segment_bytes, align, plan.shorter_segment_bytes)[3]
         return programs // n_segments
     return 0
 

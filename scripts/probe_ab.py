@@ -132,7 +132,7 @@ BACKWARD_VARIANTS = {"none (c60f2b1)": (), "write pairs": ("STREAM_WRITE_PAIRS",
 # 2-byte tile-stream (262,144 columns and more) with its loops unrolled twice: pass 1's loads two tiles at a time, as
 # the tile kernel's are (offline sm_90: 64 registers, 0-8 bytes spilled with the write pairs, 16 for aligned bf16)
 TWO_BYTE_TILE_STREAM = 'Plan("forward",  math.inf,        0,  2, "tile-stream", 2,    0,    32,    1,    0, 229376, '
-UNROLLED_TWICE = (TWO_BYTE_TILE_STREAM + "one_warp_from=2)", TWO_BYTE_TILE_STREAM + "one_warp_from=2, unroll=2)")
+UNROLLED_TWICE = (TWO_BYTE_TILE_STREAM + "one_warp_from=2,", TWO_BYTE_TILE_STREAM + "one_warp_from=2, unroll=2,")
 
 
 def with_knobs(name: str, on: tuple, rewrites: tuple = ()):
@@ -246,15 +246,17 @@ def knobs_backward_probe(out: list) -> None:
 # shared memory a kernel takes) is what serves pass 2's re-reads: 32 KB of shared memory taken and never used cost 8% at
 # rows of 256 KB. A 256 KB segment overflows the ~248 KB left; 224 and 192 KB segments fit (more siblings a row). Each
 # variant gives every forward tile-stream row of the table one segment size; the first H100 runs compared them with the
-# table before round 66 (256 KB everywhere), which the "segments of 256 KB" variant now stands for.
-STREAM_PLANS = ('Plan("forward",  math.inf,        0,  2, "tile-stream", 2,    0,    32,    1,    0, 229376, ',
-                'Plan("forward",    524288,        0,  4, "tile-stream", 2,    0,    32,    1,    0, 229376)',
-                'Plan("forward",  math.inf,        0,  4, "tile-stream", 2,    0,    32,    1,    0, 196608)')
+# The table's forward tile-stream rows (2-byte, fp32), each with its segment bytes and shorter segment bytes (round
+# 72); the table before round 66 (256 KB everywhere) is what the "segments of 256 KB" variant stands for.
+STREAM_PLANS = ('''    Plan("forward",  math.inf,        0,  2, "tile-stream", 2,    0,    32,    1,    0, 229376, one_warp_from=2,
+         shorter_segment_bytes=196608),''',
+                '''    Plan("forward",  math.inf,        0,  4, "tile-stream", 2,    0,    32,    1,    0, 229376,
+         shorter_segment_bytes=196608),''')
 
 
 def stream_segments_rewrites(segment_bytes: int) -> list:
-    """Rewrites giving every forward tile-stream plan of the table segments of segment_bytes."""
-    return [(line, re.sub(r"\b(229376|196608)\b", str(segment_bytes), line)) for line in STREAM_PLANS]
+    """Rewrites giving every forward tile-stream plan of the table segments of segment_bytes, and no other cut."""
+    return [(lines, re.sub(r"\b(229376|196608)\b", str(segment_bytes), lines)) for lines in STREAM_PLANS]
 
 
 def segment_variants(sizes_kb) -> list:
@@ -282,8 +284,8 @@ TWO_BYTE_STREAM_PLAN = STREAM_PLANS[0]
 
 
 def segments_two_byte_probe(out: list) -> None:
-    """Round 72: 2-byte tile-stream rows of 655,360-1M columns in 192 KB segments against the table's 224 KB (round
-    66 measured 1M +1.0-1.4% and 777,777 -0.5% with them)."""
+    """Round 72: 2-byte tile-stream rows of 655,360-1M columns in 192 KB segments against the table (at commit 9e6249a,
+    where it ran: 224 KB; round 66 had measured 1M +1.0-1.4% and 777,777 -0.5% with 192 KB)."""
     variant = rewritten("triton_softmax_seg2b192", [(TWO_BYTE_STREAM_PLAN, TWO_BYTE_STREAM_PLAN.replace("229376",
                                                                                                       "196608"))])
     variants = [("2-byte segments of 192 KB", variant.softmax_forward)]

@@ -752,7 +752,7 @@ def test_probe_variants_set_the_knobs_they_name():
     assert not sm._write_pairs(True, 65536, 2) and sm._write_pairs(True, 65537, 2) and sm._write_pairs(True, 65536, 4)
     assert not sm._write_pairs(False, 1 << 20, 4)
     unrolled = probe_ab.with_knobs("triton_softmax_test_unrolled", (), (probe_ab.UNROLLED_TWICE,))
-    assert [plan.unroll for plan in unrolled.SOFTMAX_PLANS if plan.path == "tile-stream"] == [2, 1, 1]
+    assert [plan.unroll for plan in unrolled.SOFTMAX_PLANS if plan.path == "tile-stream"] == [2, 1]
 
 
 def test_probe_plan_rewrites_reach_the_rows_they_name():
@@ -784,6 +784,45 @@ def test_even_segments(monkeypatch):
     # 13 blocks of at most 8: 7 + 6, not 8 + 5
     assert sm._stream_segments(13 * 16, 2, 16, 8 * 16 * 2, 16 // 2, 8) == (2, 7)
     assert sm._stream_segments(16 * 16, 2, 16, 8 * 16 * 2, 16 // 2, 8) == (2, 8)
+
+
+def test_grid_fill():
+    # 128 rows of 64 blocks on 132 programs: 10 segments of 7 (the last of 1) run on 130 programs, 13 rows a round,
+    # 10 rounds of 7 blocks; 11 segments of 6 on all 132, 12 rows a round, 11 rounds of 6 blocks
+    assert sm._grid_fill(128, 64, 10, 7, 132) == pytest.approx(128 * 64 / (10 * 7 * 132))
+    assert sm._grid_fill(128, 64, 11, 6, 132) == pytest.approx(128 * 64 / (11 * 6 * 132))
+    # even segments and rows that fill every round: the whole grid
+    assert sm._grid_fill(132, 8, 1, 8, 132) == 1.0
+    # fewer rows than a round: one round, the rest of the grid idle
+    assert sm._grid_fill(3, 4, 2, 2, 132) == pytest.approx(3 * 4 / (1 * 2 * 132))
+
+
+@pytest.mark.parametrize("n_rows,n_cols,dtype,segments", [
+    (128, 1 << 20, torch.float16, (11, 6)),   # 224 KB: 10 x 7, the last of 1 tile, on 130 programs -> 192 KB
+    (256, 1 << 19, torch.float16, (5, 7)),    # 192 KB would fill less (6 x 6, the last of 2): 224 KB stays
+    (256, 1 << 19, torch.float32, (11, 6)),   # 224 KB: 10 x 7, the last of 1 -> 192 KB
+    (204, 655_360, torch.float32, (12, 7)),   # 224 KB: 12 x 7 on all 132; 192 KB, 14 x 6 on 126, fills less
+    (1_024, 1 << 17, torch.float32, (3, 6)),  # both sizes cut 16 tiles as 6 + 6 + 4
+])
+def test_tile_stream_takes_the_cut_that_fills_the_grid(n_rows, n_cols, dtype, segments, monkeypatch):
+    """The table's tile-stream rows carry a shorter segment (192 KB) that the launch takes where _grid_fill gives it
+    SHORTER_SEGMENT_GAIN more than the plan's 224 KB, on 132 SMs (tiles of 2,048 vectors: 32 KB)."""
+    monkeypatch.setattr(sm, "_sm_count", lambda device: 132)
+    x = torch.empty((n_rows, n_cols), dtype=dtype, device="meta")
+    y = torch.empty_like(x)
+    align = sm._forward_align(y, x)
+    plan = sm._select_plan("forward", n_rows, n_cols, x.element_size(), x.device, align)
+    assert (plan.path, plan.segment_bytes, plan.shorter_segment_bytes) == ("tile-stream", 229376, 196608)
+    layout = sm._tile_stream_layout(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm,
+                                    plan.segment_bytes, align, plan.shorter_segment_bytes)
+    assert layout[3:] == segments
+    # without a shorter cut, or with the gain out of reach, the plan's own segments
+    alone = sm._tile_stream_layout(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm,
+                                   plan.segment_bytes, align)
+    monkeypatch.setattr(sm, "SHORTER_SEGMENT_GAIN", math.inf)
+    assert sm._tile_stream_layout(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm,
+                                  plan.segment_bytes, align, plan.shorter_segment_bytes) == alone
+    assert alone[3] == math.ceil(n_cols * x.element_size() / 229376)
 
 
 @pytest.mark.parametrize("n_rows,n_cols,dtype,paths", [

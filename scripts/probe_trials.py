@@ -1,0 +1,70 @@
+"""Probe: an A/B of the dispatcher against a variant, repeated on fresh tensors (round 72).
+
+Exploration, not evidence. One A/B in one process compares two kernels on the same two buffers, but how fast a
+memory-bound kernel runs also depends on where its buffers lie (the same process's torch copy of a 172 x 777,777 fp16
+tensor ran 19% slower than of a 2^27-element one, round 72). This times the dispatcher and the variant on several fresh
+inputs per shape (each allocated after the last trial's are freed, with a spacer of a varying size before it so the
+next lands elsewhere), alternating which goes first, every output checked against float64, and reports each trial's
+ratio and their median.
+
+    AB_BEFORE=/tmp/before.py python scripts/probe_trials.py segment_rule   # on a CUDA machine; $OUT/probe_trials.json
+
+Round 72's first two uses of it timed, against the table of commit 9e6249a, 2-byte rows in 192 KB segments and fp32 rows
+with 224 and 192 KB swapped (rewrites of the table's tile-stream rows, as probe_ab.py's segments_two_byte does; that
+version of this file was not committed): notes/probes/2026-11-25-h100-trials-segments-*.json.
+"""
+import os
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from probe_ab import module_from_source  # noqa: E402
+from probe_long_rows import check, forward_input, save_results, sm, timed, warm_up_gpu  # noqa: E402
+
+
+def ab_trials(label: str, variant, shapes, out: list, baseline=None, trials: int = 5) -> None:
+    """baseline (the dispatcher unless given) against variant on trials fresh inputs per (N, dtype) of shapes."""
+    baseline = baseline or sm.softmax_forward
+    for n, dtype in shapes:
+        ratios, gbs = [], []
+        for trial in range(trials):
+            spacer = torch.empty((trial + 1) * (7 << 20), dtype=torch.uint8, device="cuda")  # moves the next buffers
+            m, x, moved, ref, scale = forward_input(n, dtype)
+            assert check(variant(x), ref, dtype, scale)["passed"], (label, n, dtype)
+            pair = [("table", baseline), ("variant", variant)]
+            times = dict((name, timed(fn, x)["ms"]) for name, fn in (pair if trial % 2 == 0 else pair[::-1]))
+            ratios.append(times["table"] / times["variant"])
+            gbs.append((moved / times["table"] / 1e6, moved / times["variant"] / 1e6))
+            del x, ref, spacer
+            torch.cuda.empty_cache()
+        line = {"probe": label, "cols": n, "dtype": dtype, "rows": m, "ratios": ratios,
+                "median_ratio": statistics.median(ratios), "gbs_table_variant": gbs}
+        print(f"{label} {m}x{n} {dtype}: variant/table median {line['median_ratio']:.4f}, trials "
+              + " ".join(f"{r:.3f}" for r in ratios) + "; table GB/s " + " ".join(f"{t:.0f}" for t, _ in gbs),
+              flush=True)
+        out.append(line)
+
+
+def segment_rule(out: list) -> None:
+    """The working tree (SHORTER_SEGMENT_GAIN's choice of cut) against the module at AB_BEFORE (224 KB for 2-byte rows,
+    224 KB to 524,288 fp32 columns and 192 KB past it), at rows where the two cut differently, none of them among
+    the 14 shapes the rule was fitted on."""
+    before = module_from_source("triton_softmax_trials_before", Path(os.environ["AB_BEFORE"]).read_text())
+    shapes = [(n, "float16") for n in (300000, 400000, 560000, 720000, 880000, 960000, 1040000)]
+    shapes += [(n, "float32") for n in (160000, 200000, 460000, 560000, 640000, 740000, 840000, 920000, 1000000)]
+    ab_trials("segment-rule", sm.softmax_forward, shapes, out, baseline=before.softmax_forward, trials=3)
+
+
+PROBES = {"segment_rule": segment_rule}
+
+
+if __name__ == "__main__":
+    warm_up_gpu()
+    print(torch.cuda.get_device_name(), torch.__version__, flush=True)
+    results = []
+    for name in sys.argv[1:] or ["segment_rule"]:
+        PROBES[name](results)
+    save_results("probe_trials.json", results)
