@@ -2,9 +2,10 @@
 round 57).
 
 For each case of the bandwidth sweep from 65,536 columns and each element size: the table's path; its segments a row
-(tile-stream: x blocks a segment, with EVEN_SEGMENTS as set); the rows that one round of one item a program takes on
-SMS SMs; the rounds; the cap items / (rounds x SMs x programs an SM) that idle SMs put on the share of copy; and the
-rows BALANCE_TAIL would run apart (as if it were on).
+(tile-stream: x blocks a segment, with EVEN_SEGMENTS as set and the cut _grid_fill chooses); the rows that one round of
+one item a program takes on SMS SMs; the rounds; the cap items / (rounds x SMs x programs an SM) that idle SMs put on
+the share of copy; tile-stream's _grid_fill, which also counts the tiles a row's shorter segments leave idle while
+they wait for its longest (round 72); and the rows BALANCE_TAIL would run apart (as if it were on).
 
     python scripts/last_round.py [SMS]      # default 132, the H100's and the H200's
 """
@@ -28,7 +29,7 @@ def main() -> None:
     sm.BALANCE_TAIL = True
     cases = [c for c in yaml.safe_load(SWEEP.read_text())["cases"] if c["cols"] >= 65536]
     print(f"{'rows x cols':>16} {'dtype':9} {'path':12} {'segments x blocks':>17} {'rows/round':>10} {'rounds':>6} "
-          f"{'cap':>6} tail")
+          f"{'cap':>6} {'fill':>6} tail")
     for case in cases:
         for dtype in (torch.float16, torch.float32):
             x = torch.empty((case["rows"], case["cols"]), dtype=dtype, device="meta")
@@ -36,11 +37,14 @@ def main() -> None:
             align = sm._forward_align(y, x)
             plan = sm._select_plan("forward", *x.shape, x.element_size(), x.device, align)
             per_round = sm._rows_per_round(y, x, plan, align)
-            segments, blocks = 1, ""
+            segments, blocks, fill = 1, "", math.nan
             if plan.path == "tile-stream":
-                layout = sm._tile_stream_layout(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm,
-                                                plan.segment_bytes, align)
-                segments, blocks = layout[3], f" x {layout[4]}"
+                vec, tile_rows, line, segments, per_segment = sm._tile_stream_layout(
+                    y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm, plan.segment_bytes, align,
+                    plan.shorter_segment_bytes)
+                blocks = f" x {per_segment}"
+                fill = sm._grid_fill(case["rows"], sm._row_blocks(case["cols"], tile_rows * vec, align, vec, line),
+                                     segments, per_segment, plan.programs_per_sm * sms)
             rounds = case["rows"] / per_round if per_round else math.nan
             # items over the item slots of the rounds run, all SMs counted (a grid of 128 leaves 4 of 132 idle)
             slots = math.ceil(rounds) * sms * plan.programs_per_sm if per_round else math.nan
@@ -48,7 +52,7 @@ def main() -> None:
             tail = sm._tail_rows(case["rows"], per_round, sm._row_multiple(x, y)) if per_round else 0
             shape = f"{case['rows']:>6} x {case['cols']:<7}"
             print(f"{shape} {str(dtype)[6:]:9} {plan.path:12} {str(segments) + blocks:>17} {per_round:>10} "
-                  f"{rounds:>6.2f} {cap:>6.1%} {tail}")
+                  f"{rounds:>6.2f} {cap:>6.1%} {fill:>6.1%} {tail}")
 
 
 if __name__ == "__main__":
