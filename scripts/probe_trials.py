@@ -58,7 +58,16 @@ def segment_rule(out: list) -> None:
     ab_trials("segment-rule", sm.softmax_forward, shapes, out, baseline=before.softmax_forward, trials=3)
 
 
-PROBES = {"segment_rule": segment_rule}
+def segment_rule_sweep(out: list) -> None:
+    """segment_rule at the sweep's tile-stream rows whose cut changed (2-byte 777,777 and 1M, fp32 524,288), and
+    four of segment_rule's own, again: does the rule's gain hold in another session, on another H100?"""
+    before = module_from_source("triton_softmax_trials_before", Path(os.environ["AB_BEFORE"]).read_text())
+    shapes = [(777777, "float16"), (1048576, "bfloat16"), (524288, "float32"), (400000, "float16"),
+              (880000, "float16"), (200000, "float32"), (560000, "float32")]
+    ab_trials("segment-rule-again", sm.softmax_forward, shapes, out, baseline=before.softmax_forward, trials=3)
+
+
+PROBES = {"segment_rule": segment_rule, "segment_rule_sweep": segment_rule_sweep}
 
 
 if __name__ == "__main__":
