@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from probe_ab import module_from_source  # noqa: E402
+from probe_ab import module_from_source, rewritten  # noqa: E402
 from probe_long_rows import check, forward_input, save_results, sm, timed, warm_up_gpu  # noqa: E402
 
 
@@ -67,7 +67,23 @@ def segment_rule_sweep(out: list) -> None:
     ab_trials("segment-rule-again", sm.softmax_forward, shapes, out, baseline=before.softmax_forward, trials=3)
 
 
-PROBES = {"segment_rule": segment_rule, "segment_rule_sweep": segment_rule_sweep}
+PREFETCH_VARIANTS = {"prefetch 2 tiles ahead": [("TILE_STREAM_PREFETCH = 1\n", "TILE_STREAM_PREFETCH = 2\n")],
+                     "no prefetch ahead": [("TILE_STREAM_PREFETCH = 1\n", "TILE_STREAM_PREFETCH = 0\n")],
+                     "2 tiles while waiting": [("TILE_STREAM_WAIT_PREFETCH = 1\n", "TILE_STREAM_WAIT_PREFETCH = 2\n")],
+                     "none while waiting": [("TILE_STREAM_WAIT_PREFETCH = 1\n", "TILE_STREAM_WAIT_PREFETCH = 0\n")]}
+
+
+def prefetch_again(out: list) -> None:
+    """Round 73: tile-stream's two L2 prefetches (one tile ahead in pass 1, rounds 16 and 37; one tile of the next
+    item while waiting, round 30), tuned on 256 KB segments, against one step more and none, on today's cuts."""
+    shapes = [(262144, "float16"), (777777, "float16"), (1048576, "bfloat16"), (262144, "float32"),
+              (524288, "float32"), (1048576, "float32")]
+    for i, (label, rewrites) in enumerate(PREFETCH_VARIANTS.items()):
+        ab_trials(label, rewritten(f"triton_softmax_trials_prefetch{i}", rewrites).softmax_forward, shapes, out,
+                  trials=3)
+
+
+PROBES = {"segment_rule": segment_rule, "segment_rule_sweep": segment_rule_sweep, "prefetch_again": prefetch_again}
 
 
 if __name__ == "__main__":
