@@ -1501,11 +1501,13 @@ TILE_STREAM_PREFETCH = 1
 POLL_SLEEP_NS = 500
 POLL_SLEEP_MIN_SEGMENTS = 16
 # Tiles of its next item a tile-stream program asks L2 for right after publishing its partial, so that HBM
-# reads while the program waits for its row's other segments (notes/kernels.md, round 30). One tile (32 KB):
-# +0.8-3.3% on the H100 and +1.3-3.4% on the H200 at 262,144-1M; two tiles +0-3.7% on the H200, four and
-# eight lost 2-12% (the extra lines compete with pass 2's re-reads). The backward lost with it wherever it
-# spilled (fp32: -2% to -15%) and gained 0-4% only for 2-byte rows of 524,288 and more, so it has none.
-TILE_STREAM_WAIT_PREFETCH = 1
+# reads while the program waits for its row's other segments (notes/kernels.md, round 30), by element size. One tile
+# (32 KB): +0.8-3.3% on the H100 and +1.3-3.4% on the H200 at 262,144-1M; two tiles +0-3.7% on the H200, four and
+# eight lost 2-12% (the extra lines compete with pass 2's re-reads). On today's 192-224 KB segments (round 73, H100,
+# three fresh inputs each) two tiles gain +0.9-3.1% for 2-byte rows of 262,144-1M (three: -2.4 to +1.0%, four: -3 to
+# -8%) and -1.3 to +0.6% for fp32, and none loses 2.5-8%. The backward lost with it wherever it spilled (fp32: -2% to
+# -15%) and gained 0-4% only for 2-byte rows of 524,288 and more, so it has none.
+TILE_STREAM_WAIT_PREFETCH = {2: 2, 4: 1}
 # Whether tile-stream's edge tiles (a row's first and last) load and store whole 16-byte vectors, with the row's
 # columns picked in registers, where ALIGN < VEC would split every access into VEC (notes/kernels.md, round 41):
 # for rows that are not whole vectors, +1.5-2% (fp32) and +3-22% (2-byte) at 262,147 and 777,777 columns on the
@@ -1929,9 +1931,9 @@ def _slot_polling(x: torch.Tensor, n_segments: int, num_warps: int, one_warp_fro
 
 
 def _wait_prefetch_blocks(x: torch.Tensor, n_segments: int, blocks=None) -> int:
-    """Tiles of the next item to prefetch while waiting (TILE_STREAM_WAIT_PREFETCH unless given): only where
-    rows exchange (several segments) and inline PTX runs (the prefetch is inline PTX), else 0."""
-    blocks = TILE_STREAM_WAIT_PREFETCH if blocks is None else blocks
+    """Tiles of the next item to prefetch while waiting (TILE_STREAM_WAIT_PREFETCH for x's element size unless
+    given): only where rows exchange (several segments) and inline PTX runs (the prefetch is inline PTX), else 0."""
+    blocks = TILE_STREAM_WAIT_PREFETCH[x.element_size()] if blocks is None else blocks
     return blocks if n_segments > 1 and _inline_ptx(x) else 0
 
 

@@ -67,23 +67,47 @@ def segment_rule_sweep(out: list) -> None:
     ab_trials("segment-rule-again", sm.softmax_forward, shapes, out, baseline=before.softmax_forward, trials=3)
 
 
-PREFETCH_VARIANTS = {"prefetch 2 tiles ahead": [("TILE_STREAM_PREFETCH = 1\n", "TILE_STREAM_PREFETCH = 2\n")],
-                     "no prefetch ahead": [("TILE_STREAM_PREFETCH = 1\n", "TILE_STREAM_PREFETCH = 0\n")],
-                     "2 tiles while waiting": [("TILE_STREAM_WAIT_PREFETCH = 1\n", "TILE_STREAM_WAIT_PREFETCH = 2\n")],
-                     "none while waiting": [("TILE_STREAM_WAIT_PREFETCH = 1\n", "TILE_STREAM_WAIT_PREFETCH = 0\n")]}
+WAIT_TABLE = "TILE_STREAM_WAIT_PREFETCH = {2: 2, 4: 1}\n"
+
+
+def wait_tiles(two_byte: int, fp32: int) -> list:
+    """A rewrite of TILE_STREAM_WAIT_PREFETCH to these tiles for 2-byte and fp32 rows."""
+    return [(WAIT_TABLE, f"TILE_STREAM_WAIT_PREFETCH = {{2: {two_byte}, 4: {fp32}}}\n")]
+
+
+# Round 73 ran these at commit d15a4b1, whose table waited with one tile for both sizes: so the baseline here is the
+# module rewritten back to that (wait_tiles(1, 1)).
+PREFETCH_VARIANTS = {"prefetch 2 tiles ahead": [("TILE_STREAM_PREFETCH = 1\n", "TILE_STREAM_PREFETCH = 2\n")]
+                     + wait_tiles(1, 1),
+                     "no prefetch ahead": [("TILE_STREAM_PREFETCH = 1\n", "TILE_STREAM_PREFETCH = 0\n")]
+                     + wait_tiles(1, 1),
+                     "2 tiles while waiting": wait_tiles(2, 2),
+                     "none while waiting": wait_tiles(0, 0)}
 
 
 def prefetch_again(out: list) -> None:
     """Round 73: tile-stream's two L2 prefetches (one tile ahead in pass 1, rounds 16 and 37; one tile of the next
     item while waiting, round 30), tuned on 256 KB segments, against one step more and none, on today's cuts."""
+    one = rewritten("triton_softmax_trials_prefetch_base", wait_tiles(1, 1)).softmax_forward
     shapes = [(262144, "float16"), (777777, "float16"), (1048576, "bfloat16"), (262144, "float32"),
               (524288, "float32"), (1048576, "float32")]
     for i, (label, rewrites) in enumerate(PREFETCH_VARIANTS.items()):
         ab_trials(label, rewritten(f"triton_softmax_trials_prefetch{i}", rewrites).softmax_forward, shapes, out,
-                  trials=3)
+                  baseline=one, trials=3)
 
 
-PROBES = {"segment_rule": segment_rule, "segment_rule_sweep": segment_rule_sweep, "prefetch_again": prefetch_again}
+def wait_prefetch_two_byte(out: list) -> None:
+    """Round 73, after prefetch_again: 2, 3 and 4 tiles of the next item while waiting, 2-byte rows."""
+    shapes = [(262144, "float16"), (524288, "float16"), (777777, "float16"), (1048576, "float16"),
+              (262147, "float16"), (262144, "bfloat16"), (1048576, "bfloat16")]
+    one = rewritten("triton_softmax_trials_wait1", wait_tiles(1, 1)).softmax_forward  # the table as round 73 found it
+    for tiles in (2, 3, 4):
+        variant = rewritten(f"triton_softmax_trials_wait{tiles}", wait_tiles(tiles, 1))
+        ab_trials(f"{tiles} tiles while waiting", variant.softmax_forward, shapes, out, baseline=one, trials=3)
+
+
+PROBES = {"segment_rule": segment_rule, "segment_rule_sweep": segment_rule_sweep, "prefetch_again": prefetch_again,
+          "wait_prefetch_two_byte": wait_prefetch_two_byte}
 
 
 if __name__ == "__main__":

@@ -786,6 +786,17 @@ def test_even_segments(monkeypatch):
     assert sm._stream_segments(16 * 16, 2, 16, 8 * 16 * 2, 16 // 2, 8) == (2, 8)
 
 
+def test_wait_prefetch_by_element_size(monkeypatch):
+    """tile-stream prefetches two tiles of its next item while it waits for 2-byte rows and one for fp32 (round 73),
+    only where a row has several segments and inline PTX runs, or the tiles a caller gives."""
+    monkeypatch.setattr(sm, "_inline_ptx", lambda x: True)
+    assert [sm._wait_prefetch_blocks(torch.ones(1, dtype=dtype), 3) for dtype in DTYPES] == [1, 2, 2]
+    assert sm._wait_prefetch_blocks(torch.ones(1, dtype=torch.float16), 1) == 0
+    assert sm._wait_prefetch_blocks(torch.ones(1, dtype=torch.float16), 3, blocks=4) == 4
+    monkeypatch.setattr(sm, "_inline_ptx", lambda x: False)
+    assert sm._wait_prefetch_blocks(torch.ones(1, dtype=torch.float16), 3) == 0
+
+
 def test_grid_fill():
     # 128 rows of 64 blocks on 132 programs: 10 segments of 7 (the last of 1) run on 130 programs, 13 rows a round,
     # 10 rounds of 7 blocks; 11 segments of 6 on all 132, 12 rows a round, 11 rounds of 6 blocks
