@@ -22,7 +22,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from probe_ab import module_from_source, rewritten  # noqa: E402
-from probe_long_rows import check, forward_input, save_results, sm, timed, warm_up_gpu  # noqa: E402
+from probe_long_rows import (ELEMENTS, check, forward_input, save_results, sm, softmax_grad_reference,  # noqa: E402
+                             timed, warm_up_gpu)
 
 
 def ab_trials(label: str, variant, shapes, out: list, baseline=None, trials: int = 5) -> None:
@@ -106,8 +107,44 @@ def wait_prefetch_two_byte(out: list) -> None:
         ab_trials(f"{tiles} tiles while waiting", variant.softmax_forward, shapes, out, baseline=one, trials=3)
 
 
+def ab_trials_backward(label: str, variant, shapes, out: list, baseline=None, trials: int = 3) -> None:
+    """As ab_trials for the backward: baseline (the dispatcher's unless given) against variant, y = softmax of a fresh
+    input and a fresh dy per trial, dx checked against float64 (softmax_grad_reference)."""
+    baseline = baseline or sm.softmax_backward
+    for n, dtype in shapes:
+        ratios = []
+        for trial in range(trials):
+            spacer = torch.empty((trial + 1) * (7 << 20), dtype=torch.uint8, device="cuda")
+            m = ELEMENTS // n
+            y = sm.softmax_forward((torch.randn(m, n, device="cuda") * 2).to(getattr(torch, dtype)))
+            dy = torch.randn_like(y)
+            ref, scale = softmax_grad_reference(y, dy)
+            assert check(variant(y, dy), ref, dtype, scale)["passed"], (label, n, dtype)
+            pair = [("table", baseline), ("variant", variant)]
+            times = dict((name, timed(fn, y, dy)["ms"]) for name, fn in (pair if trial % 2 == 0 else pair[::-1]))
+            ratios.append(times["table"] / times["variant"])
+            del y, dy, ref, scale, spacer
+            torch.cuda.empty_cache()
+        line = {"probe": label, "cols": n, "dtype": dtype, "rows": m, "ratios": ratios,
+                "median_ratio": statistics.median(ratios)}
+        print(f"{label} {m}x{n} {dtype}: variant/table median {line['median_ratio']:.4f}, trials "
+              + " ".join(f"{r:.3f}" for r in ratios), flush=True)
+        out.append(line)
+
+
+def backward_wait_prefetch(out: list) -> None:
+    """Round 74: the backward's 2-byte stream rows prefetch 1 or 2 blocks of y and dy of their next item while they
+    wait (STREAM_WAIT_PREFETCH), against none, the table."""
+    shapes = [(131072, "float16"), (262144, "float16"), (524288, "float16"), (777777, "float16"),
+              (1048576, "float16"), (262144, "bfloat16"), (1048576, "bfloat16")]
+    for blocks in (1, 2):
+        variant = rewritten(f"triton_softmax_trials_bwait{blocks}", [(
+            "STREAM_WAIT_PREFETCH = {2: 0, 4: 0}\n", f"STREAM_WAIT_PREFETCH = {{2: {blocks}, 4: 0}}\n")])
+        ab_trials_backward(f"backward, {blocks} blocks while waiting", variant.softmax_backward, shapes, out)
+
+
 PROBES = {"segment_rule": segment_rule, "segment_rule_sweep": segment_rule_sweep, "prefetch_again": prefetch_again,
-          "wait_prefetch_two_byte": wait_prefetch_two_byte}
+          "wait_prefetch_two_byte": wait_prefetch_two_byte, "backward_wait_prefetch": backward_wait_prefetch}
 
 
 if __name__ == "__main__":
