@@ -757,11 +757,9 @@ def _stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, slots_ptr, g
                        output_row_stride, grad_output_row_stride, n_rows, n_cols, n_segments, blocks_per_segment,
                        max_polls, BLOCK_SIZE: tl.constexpr, SEGMENTS_BLOCK: tl.constexpr, ALIGN: tl.constexpr,
                        VEC: tl.constexpr, NUM_STAGES: tl.constexpr, LINE: tl.constexpr = False,
-                       POLL_SLEEP: tl.constexpr = 0, WRITE_PAIRS: tl.constexpr = False,
-                       WAIT_PREFETCH: tl.constexpr = 0):
+                       POLL_SLEEP: tl.constexpr = 0, WRITE_PAIRS: tl.constexpr = False):
     """Two-HBM-pass softmax backward of long rows: y, dy streamed twice, sum(y * dy) exchanged. WRITE_PAIRS: the
-    second pass reads its blocks two at a time before it stores either (see STREAM_WRITE_PAIRS). WAIT_PREFETCH: blocks
-    of y and dy of its next item a program asks L2 for while it waits (see STREAM_WAIT_PREFETCH)."""
+    second pass reads its blocks two at a time before it stores either (see STREAM_WRITE_PAIRS)."""
     n_cols = n_cols // ALIGN * ALIGN
     grad_input_row_stride = grad_input_row_stride // ALIGN * ALIGN
     output_row_stride = output_row_stride // ALIGN * ALIGN
@@ -778,14 +776,6 @@ def _stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, slots_ptr, g
         if SEGMENTS_BLOCK > 1:
             # the upper word 1.0 makes the slot non-zero whatever the dot
             tl.atomic_xchg(slots_ptr + item, _pack(tl.full((), 1.0, tl.float32), row_dot), sem="relaxed")
-            if WAIT_PREFETCH > 0:  # y, and dy where it shares y's row stride and so its bases (VEC > 1)
-                _prefetch_next_item(output_ptr, item + tl.num_programs(0), n_rows * n_segments, n_segments,
-                                    blocks_per_segment, output_row_stride, grad_input_row_stride, n_cols, BLOCK_SIZE,
-                                    VEC, LINE, WAIT_PREFETCH)
-                if VEC > 1:
-                    _prefetch_next_item(grad_output_ptr, item + tl.num_programs(0), n_rows * n_segments, n_segments,
-                                        blocks_per_segment, output_row_stride, grad_input_row_stride, n_cols,
-                                        BLOCK_SIZE, VEC, LINE, WAIT_PREFETCH)
             packed, n_missing, in_row = _await_row(slots_ptr, row, n_segments, max_polls, SEGMENTS_BLOCK, POLL_SLEEP)
             if n_missing > 0:
                 # siblings not running: compute and publish their dots from y and dy
@@ -1518,10 +1508,6 @@ POLL_SLEEP_MIN_SEGMENTS = 16
 # -8%) and -1.3 to +0.6% for fp32, and none loses 2.5-8%. The backward lost with it wherever it spilled (fp32: -2% to
 # -15%) and gained 0-4% only for 2-byte rows of 524,288 and more, so it has none.
 TILE_STREAM_WAIT_PREFETCH = {2: 2, 4: 1}
-# The same for the backward's stream kernel (blocks of y and of dy), by element size, on rows of at least
-# STREAM_WAIT_PREFETCH_MIN_SEGMENTS segments (round 74).
-STREAM_WAIT_PREFETCH = {2: 0, 4: 0}
-STREAM_WAIT_PREFETCH_MIN_SEGMENTS = 2
 # Whether tile-stream's edge tiles (a row's first and last) load and store whole 16-byte vectors, with the row's
 # columns picked in registers, where ALIGN < VEC would split every access into VEC (notes/kernels.md, round 41):
 # for rows that are not whole vectors, +1.5-2% (fp32) and +3-22% (2-byte) at 262,147 and 777,777 columns on the
@@ -1951,13 +1937,6 @@ def _wait_prefetch_blocks(x: torch.Tensor, n_segments: int, blocks=None) -> int:
     return blocks if n_segments > 1 and _inline_ptx(x) else 0
 
 
-def _stream_wait_prefetch(y: torch.Tensor, n_segments: int) -> int:
-    """Blocks of its next item's y and dy a backward stream program asks L2 for while it waits: STREAM_WAIT_PREFETCH
-    for y's element size, from STREAM_WAIT_PREFETCH_MIN_SEGMENTS segments a row, where inline PTX runs; else 0."""
-    blocks = STREAM_WAIT_PREFETCH.get(y.element_size(), 0)
-    return blocks if n_segments >= STREAM_WAIT_PREFETCH_MIN_SEGMENTS and _inline_ptx(y) else 0
-
-
 def _vector_edges(align: int, vec: int, vector_edges=None) -> bool:
     """TILE_STREAM_VECTOR_EDGES (or vector_edges, if given) for rows that are not whole vectors (align < vec); rows
     of whole vectors keep per-element edge masks, which ALIGN already lets the compiler keep whole, and the kernel
@@ -2038,7 +2017,6 @@ def _backward_stream(dx, y, dy, block_size, num_warps, programs_per_sm, num_stag
     kwargs = dict(BLOCK_SIZE=block_size, ALIGN=align, VEC=vec, NUM_STAGES=num_stages, LINE=line,
                   **_slot_polling(y, n_segments, num_warps, one_warp_from, slot_lanes),
                   WRITE_PAIRS=_write_pairs(STREAM_WRITE_PAIRS and align >= vec, n_cols, y.element_size()),
-                  WAIT_PREFETCH=_stream_wait_prefetch(y, n_segments),
                   num_warps=num_warps, **({"maxnreg": maxnreg} if maxnreg else {}))
     n_programs = _persistent_programs(_stream_bwd_kernel, args, kwargs, n_rows * n_segments, n_segments,
                                       programs_per_sm, y.device)

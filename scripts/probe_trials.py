@@ -134,7 +134,8 @@ def ab_trials_backward(label: str, variant, shapes, out: list, baseline=None, tr
 
 def backward_wait_prefetch(out: list) -> None:
     """Round 74: the backward's 2-byte stream rows prefetch 1 or 2 blocks of y and dy of their next item while they
-    wait (STREAM_WAIT_PREFETCH), against none, the table."""
+    wait (STREAM_WAIT_PREFETCH), against none, the table. Runs at commit 87ce4b0, whose kernel takes WAIT_PREFETCH
+    (removed after the round: it was not adopted)."""
     shapes = [(131072, "float16"), (262144, "float16"), (524288, "float16"), (777777, "float16"),
               (1048576, "float16"), (262144, "bfloat16"), (1048576, "bfloat16")]
     for blocks in (1, 2):
