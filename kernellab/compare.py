@@ -16,8 +16,8 @@ def compare_runs(a: dict, b: dict) -> str:
     """Markdown table of every result the two runs share, B's median over A's, with a Mann-Whitney p."""
     keyed_b = {(r["experiment"], r["case"], r["profile"], r["dtype"], r["pass"]): r for r in b["results"]}
     lines = [f"## {a['run_id']} (A) vs {b['run_id']} (B)", "",
-             f"A: {a['environment']['device']['name']}, commit {a['git']['commit'][:12]}; "
-             f"B: {b['environment']['device']['name']}, commit {b['git']['commit'][:12]}", "",
+             f"A: {a['environment']['device']['name']}, commit {a['git']['commit'][:12]}, {_copy(a)}; "
+             f"B: {b['environment']['device']['name']}, commit {b['git']['commit'][:12]}, {_copy(b)}", "",
              "| experiment | case | profile | dtype | pass | A median ms | B median ms | B/A time | p (Mann-Whitney) | |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     shared = 0
@@ -40,5 +40,14 @@ def compare_runs(a: dict, b: dict) -> str:
                      f"{'n/a' if p is None else f'{p:.2g}'} | {mark} |")
     if not shared:
         lines.append("| (no timed results in common) | | | | | | | | | |")
-    lines += ["", f"{shared} results in common. Significant: p < {stats.SIGNIFICANCE}."]
+    lines += ["", f"{shared} results in common. Significant: p < {stats.SIGNIFICANCE}. The p-values compare the samples "
+              "within each run; two runs also differ by their machine and session (two H100 runs of one unchanged launch "
+              "differed by up to 1.4%: notes/kernels.md, round 72), so a small significant difference is a lead to "
+              "repeat, not yet a result."]
     return "\n".join(lines)
+
+
+def _copy(run: dict) -> str:
+    """The copy bandwidth a run measured beside its results, as words."""
+    gbs = (run.get("copy_bandwidth") or {}).get("gbs")
+    return f"copy {gbs:,.0f} GB/s" if gbs else "no copy bandwidth"

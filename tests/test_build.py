@@ -301,6 +301,7 @@ def test_compare_prints_ratios_and_significance(tmp_path, capsys):
     assert "| 1.200 |" in fp16 and "B slower" in fp16
     base16 = next(line for line in out.splitlines() if "torch-baseline | float16" in line)
     assert "same within noise" in base16
+    assert f"copy {WIN['copy_bandwidth']['gbs']:,.0f} GB/s" in out and "a lead to repeat" in out
     assert build(root, "--compare", WIN["run_id"], "nope") == 1
 
 
