@@ -41,9 +41,9 @@ def compare_runs(a: dict, b: dict) -> str:
     if not shared:
         lines.append("| (no timed results in common) | | | | | | | | | |")
     lines += ["", f"{shared} results in common. Significant: p < {stats.SIGNIFICANCE}. The p-values compare the samples "
-              "within each run; two runs also differ by their machine and session (two H100 runs of one unchanged launch "
-              "differed by up to 1.4%: notes/kernels.md, round 72), so a small significant difference is a lead to "
-              "repeat, not yet a result."]
+              "within each run; two runs also differ by their machine and session (in three H100 runs of one day, results "
+              "whose code had not changed moved by a median of 0.1-0.2% and by up to 2%: notes/kernels.md, round 72), "
+              "so a small significant difference is a lead to repeat, not yet a result."]
     return "\n".join(lines)
 
 

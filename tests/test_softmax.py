@@ -258,7 +258,7 @@ signature = {"output_ptr": pointer, "input_ptr": pointer, "slots_ptr": "*i64", "
              "PREFETCH": "constexpr", "LINE": "constexpr", "POLL_SLEEP": "constexpr", "WAIT_PREFETCH": "constexpr",
              "VECTOR_EDGES": "constexpr", "WRITE_PAIRS": "constexpr"}
 vec = 4 if sys.argv[1] == "fp32" else 8
-for wait_prefetch in (0, sm.TILE_STREAM_WAIT_PREFETCH):
+for wait_prefetch in (0, sm.TILE_STREAM_WAIT_PREFETCH[16 // vec]):
     constexprs = dict(TILE_ROWS=2048, SEGMENTS_BLOCK=8, ALIGN=vec, VEC=vec, UNROLL=1, LOG2=vec == 8,
                       GUARD=sys.argv[1] == "bf16", PREFETCH=sm.TILE_STREAM_PREFETCH, LINE=True,
                       POLL_SLEEP=sm.POLL_SLEEP_NS, WAIT_PREFETCH=wait_prefetch,
@@ -284,14 +284,15 @@ def test_tile_stream_prefetch_compiles_for_hopper(dtype):
     """tile-stream's prefetches and poll-sleep PTX go through ptxas for sm_90 (GPU paths the interpreter skips)."""
     assert sm.TILE_STREAM_PREFETCH > 0 and sm._l2_prefetch_steps(torch.ones(1)) == 0  # off for CPU tensors
     assert sm.POLL_SLEEP_NS > 0 and sm._poll_sleep_ns(torch.ones(1), sm.POLL_SLEEP_MIN_SEGMENTS) == 0
-    assert sm.TILE_STREAM_WAIT_PREFETCH > 0 and sm._wait_prefetch_blocks(torch.ones(1), 16) == 0
+    elem_bytes = 4 if dtype == "fp32" else 2
+    assert sm.TILE_STREAM_WAIT_PREFETCH[elem_bytes] > 0 and sm._wait_prefetch_blocks(torch.ones(1), 16) == 0
     assert sm._segments_block(8, 32, one_warp=True) == 1024 and sm._segments_block(8, 32) == 16
     assert sm._segments_block(8, 32, lanes=32) == 32 and sm._segments_block(64, 32, lanes=32) == 64
     assert sm._segments_block(1, 32, lanes=32) == 1
     lines = compiled_for_hopper(HOPPER_COMPILE, dtype).split("\n")
     (loop_prefetches, _, _), (prefetches, sleeps, cubin_bytes) = (map(int, line.split()) for line in lines[-3:-1])
     # the wait's prefetch: one address per 16-byte vector of a tile, 2 a thread at 32 warps
-    assert loop_prefetches >= 1 and prefetches == loop_prefetches + 2 * sm.TILE_STREAM_WAIT_PREFETCH
+    assert loop_prefetches >= 1 and prefetches == loop_prefetches + 2 * sm.TILE_STREAM_WAIT_PREFETCH[elem_bytes]
     assert sleeps >= 1 and cubin_bytes > 0
 
 
