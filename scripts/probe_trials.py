@@ -144,7 +144,17 @@ def backward_wait_prefetch(out: list) -> None:
         ab_trials_backward(f"backward, {blocks} blocks while waiting", variant.softmax_backward, shapes, out)
 
 
-PROBES = {"segment_rule": segment_rule, "segment_rule_sweep": segment_rule_sweep, "prefetch_again": prefetch_again,
+def segment_rule_with_wait(out: list) -> None:
+    """After round 73: does round 72's shorter cut still pay for 2-byte rows now that they prefetch two tiles while
+    waiting? The working tree against itself without the 2-byte row's shorter cut (224 KB always)."""
+    plan = 'one_warp_from=2,\n         shorter_segment_bytes=196608),'
+    fixed = rewritten("triton_softmax_trials_no_shorter", [(plan, plan.replace("196608", "0"))]).softmax_forward
+    shapes = [(n, "float16") for n in (300000, 400000, 560000, 777777, 880000, 983040, 1048576)]
+    ab_trials("shorter cut, with two tiles while waiting", sm.softmax_forward, shapes + [(1048576, "bfloat16")], out,
+              baseline=fixed, trials=3)
+
+
+PROBES = {"segment_rule_with_wait": segment_rule_with_wait, "segment_rule": segment_rule, "segment_rule_sweep": segment_rule_sweep, "prefetch_again": prefetch_again,
           "wait_prefetch_two_byte": wait_prefetch_two_byte, "backward_wait_prefetch": backward_wait_prefetch}
 
 
