@@ -154,7 +154,25 @@ def segment_rule_with_wait(out: list) -> None:
               baseline=fixed, trials=3)
 
 
-PROBES = {"segment_rule_with_wait": segment_rule_with_wait, "segment_rule": segment_rule, "segment_rule_sweep": segment_rule_sweep, "prefetch_again": prefetch_again,
+FP32_STREAM_PLAN = 'Plan("forward",  math.inf,        0,  4, "tile-stream", 2,    0,    32,    1,    0, 229376,\n'
+POLLING_VARIANTS = {"fp32: one warp re-reads the slots from 8 segments": [
+                        (FP32_STREAM_PLAN, FP32_STREAM_PLAN.replace("229376,\n", "229376, one_warp_from=8,\n"))],
+                    "poll sleep 250 ns": [("POLL_SLEEP_NS = 500\n", "POLL_SLEEP_NS = 250\n")],
+                    "poll sleep 1000 ns": [("POLL_SLEEP_NS = 500\n", "POLL_SLEEP_NS = 1000\n")],
+                    "no poll sleep": [("POLL_SLEEP_NS = 500\n", "POLL_SLEEP_NS = 0\n")]}
+
+
+def fp32_polling(out: list) -> None:
+    """Round 75: how fp32 tile-stream rows of 16 segments or more wait for their siblings (every warp re-reads the
+    slots, sleeping POLL_SLEEP_NS between re-reads: rounds 26, 33), tuned on 256 KB segments, against one warp
+    re-reading (as the 2-byte rows and the fp32 backward do) and other sleeps, at today's cuts."""
+    shapes = [(n, "float32") for n in (777777, 917504, 1048576)]
+    for i, (label, rewrites) in enumerate(POLLING_VARIANTS.items()):
+        ab_trials(label, rewritten(f"triton_softmax_trials_poll{i}", rewrites).softmax_forward, shapes, out,
+                  trials=3)
+
+
+PROBES = {"fp32_polling": fp32_polling, "segment_rule_with_wait": segment_rule_with_wait, "segment_rule": segment_rule, "segment_rule_sweep": segment_rule_sweep, "prefetch_again": prefetch_again,
           "wait_prefetch_two_byte": wait_prefetch_two_byte, "backward_wait_prefetch": backward_wait_prefetch}
 
 
