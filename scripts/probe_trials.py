@@ -172,7 +172,17 @@ def fp32_polling(out: list) -> None:
                   trials=3)
 
 
-PROBES = {"fp32_polling": fp32_polling, "segment_rule_with_wait": segment_rule_with_wait, "segment_rule": segment_rule, "segment_rule_sweep": segment_rule_sweep, "prefetch_again": prefetch_again,
+def write_pairs_again(out: list) -> None:
+    """Round 76: the write pairs (TILE_WRITE_PAIRS, round 59: pass 2 reads two tiles before it stores either) were
+    adopted when pass 2 re-read its tiles from L2; since round 66 tile-stream's re-reads come from L1. Pairs off
+    against the table, at tile-stream rows and one tile-kernel row (2-byte 131,072)."""
+    variant = rewritten("triton_softmax_trials_no_pairs", [("TILE_WRITE_PAIRS = True\n", "TILE_WRITE_PAIRS = False\n")])
+    shapes = [(262144, "float16"), (1048576, "float16"), (777777, "bfloat16"), (262144, "float32"),
+              (1048576, "float32"), (131072, "float16")]
+    ab_trials("write pairs off", variant.softmax_forward, shapes, out, trials=3)
+
+
+PROBES = {"write_pairs_again": write_pairs_again, "fp32_polling": fp32_polling, "segment_rule_with_wait": segment_rule_with_wait, "segment_rule": segment_rule, "segment_rule_sweep": segment_rule_sweep, "prefetch_again": prefetch_again,
           "wait_prefetch_two_byte": wait_prefetch_two_byte, "backward_wait_prefetch": backward_wait_prefetch}
 
 
