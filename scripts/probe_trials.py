@@ -26,20 +26,35 @@ from probe_long_rows import (ELEMENTS, check, forward_input, save_results, sm, s
                              timed, warm_up_gpu)
 
 
-def ab_trials(label: str, variant, shapes, out: list, baseline=None, trials: int = 5) -> None:
-    """baseline (the dispatcher unless given) against variant on trials fresh inputs per (N, dtype) of shapes."""
+def forward_case(n: int, dtype: str):
+    """(rows, call arguments, bytes a call moves, float64 reference, its scale) of a fresh forward input."""
+    m, x, moved, ref, scale = forward_input(n, dtype)
+    return m, (x,), moved, ref, scale
+
+
+def backward_case(n: int, dtype: str):
+    """The same for the backward: y = softmax of a fresh input, a fresh dy, dx's float64 reference."""
+    m = ELEMENTS // n
+    y = sm.softmax_forward((torch.randn(m, n, device="cuda") * 2).to(getattr(torch, dtype)))
+    dy = torch.randn_like(y)
+    return m, (y, dy), 3 * y.numel() * y.element_size(), *softmax_grad_reference(y, dy)
+
+
+def ab_trials(label: str, variant, shapes, out: list, baseline=None, trials: int = 5, case=forward_case) -> None:
+    """baseline (the dispatcher's forward unless given) against variant on trials fresh inputs (case) per (N, dtype)
+    of shapes."""
     baseline = baseline or sm.softmax_forward
     for n, dtype in shapes:
         ratios, gbs = [], []
         for trial in range(trials):
             spacer = torch.empty((trial + 1) * (7 << 20), dtype=torch.uint8, device="cuda")  # moves the next buffers
-            m, x, moved, ref, scale = forward_input(n, dtype)
-            assert check(variant(x), ref, dtype, scale)["passed"], (label, n, dtype)
+            m, args, moved, ref, scale = case(n, dtype)
+            assert check(variant(*args), ref, dtype, scale)["passed"], (label, n, dtype)
             pair = [("table", baseline), ("variant", variant)]
-            times = dict((name, timed(fn, x)["ms"]) for name, fn in (pair if trial % 2 == 0 else pair[::-1]))
+            times = dict((name, timed(fn, *args)["ms"]) for name, fn in (pair if trial % 2 == 0 else pair[::-1]))
             ratios.append(times["table"] / times["variant"])
             gbs.append((moved / times["table"] / 1e6, moved / times["variant"] / 1e6))
-            del x, ref, spacer
+            del args, ref, scale, spacer
             torch.cuda.empty_cache()
         line = {"probe": label, "cols": n, "dtype": dtype, "rows": m, "ratios": ratios,
                 "median_ratio": statistics.median(ratios), "gbs_table_variant": gbs}
@@ -49,11 +64,16 @@ def ab_trials(label: str, variant, shapes, out: list, baseline=None, trials: int
         out.append(line)
 
 
+def before_module():
+    """The softmax module at AB_BEFORE (a file path)."""
+    return module_from_source("triton_softmax_trials_before", Path(os.environ["AB_BEFORE"]).read_text())
+
+
 def segment_rule(out: list) -> None:
     """The working tree (SHORTER_SEGMENT_GAIN's choice of cut) against the module at AB_BEFORE (224 KB for 2-byte rows,
     224 KB to 524,288 fp32 columns and 192 KB past it), at rows where the two cut differently, none of them among
     the 14 shapes the rule was fitted on."""
-    before = module_from_source("triton_softmax_trials_before", Path(os.environ["AB_BEFORE"]).read_text())
+    before = before_module()
     shapes = [(n, "float16") for n in (300000, 400000, 560000, 720000, 880000, 960000, 1040000)]
     shapes += [(n, "float32") for n in (160000, 200000, 460000, 560000, 640000, 740000, 840000, 920000, 1000000)]
     ab_trials("segment-rule", sm.softmax_forward, shapes, out, baseline=before.softmax_forward, trials=3)
@@ -62,7 +82,7 @@ def segment_rule(out: list) -> None:
 def segment_rule_sweep(out: list) -> None:
     """segment_rule at the sweep's tile-stream rows whose cut changed (2-byte 777,777 and 1M, fp32 524,288), and
     four of segment_rule's own, again: does the rule's gain hold in another session, on another H100?"""
-    before = module_from_source("triton_softmax_trials_before", Path(os.environ["AB_BEFORE"]).read_text())
+    before = before_module()
     shapes = [(777777, "float16"), (1048576, "bfloat16"), (524288, "float32"), (400000, "float16"),
               (880000, "float16"), (200000, "float32"), (560000, "float32")]
     ab_trials("segment-rule-again", sm.softmax_forward, shapes, out, baseline=before.softmax_forward, trials=3)
@@ -107,31 +127,6 @@ def wait_prefetch_two_byte(out: list) -> None:
         ab_trials(f"{tiles} tiles while waiting", variant.softmax_forward, shapes, out, baseline=one, trials=3)
 
 
-def ab_trials_backward(label: str, variant, shapes, out: list, baseline=None, trials: int = 3) -> None:
-    """As ab_trials for the backward: baseline (the dispatcher's unless given) against variant, y = softmax of a fresh
-    input and a fresh dy per trial, dx checked against float64 (softmax_grad_reference)."""
-    baseline = baseline or sm.softmax_backward
-    for n, dtype in shapes:
-        ratios = []
-        for trial in range(trials):
-            spacer = torch.empty((trial + 1) * (7 << 20), dtype=torch.uint8, device="cuda")
-            m = ELEMENTS // n
-            y = sm.softmax_forward((torch.randn(m, n, device="cuda") * 2).to(getattr(torch, dtype)))
-            dy = torch.randn_like(y)
-            ref, scale = softmax_grad_reference(y, dy)
-            assert check(variant(y, dy), ref, dtype, scale)["passed"], (label, n, dtype)
-            pair = [("table", baseline), ("variant", variant)]
-            times = dict((name, timed(fn, y, dy)["ms"]) for name, fn in (pair if trial % 2 == 0 else pair[::-1]))
-            ratios.append(times["table"] / times["variant"])
-            del y, dy, ref, scale, spacer
-            torch.cuda.empty_cache()
-        line = {"probe": label, "cols": n, "dtype": dtype, "rows": m, "ratios": ratios,
-                "median_ratio": statistics.median(ratios)}
-        print(f"{label} {m}x{n} {dtype}: variant/table median {line['median_ratio']:.4f}, trials "
-              + " ".join(f"{r:.3f}" for r in ratios), flush=True)
-        out.append(line)
-
-
 def backward_wait_prefetch(out: list) -> None:
     """Round 74: the backward's 2-byte stream rows prefetch 1 or 2 blocks of y and dy of their next item while they
     wait (STREAM_WAIT_PREFETCH), against none, the table. Runs at commit 87ce4b0, whose kernel takes WAIT_PREFETCH
@@ -141,7 +136,8 @@ def backward_wait_prefetch(out: list) -> None:
     for blocks in (1, 2):
         variant = rewritten(f"triton_softmax_trials_bwait{blocks}", [(
             "STREAM_WAIT_PREFETCH = {2: 0, 4: 0}\n", f"STREAM_WAIT_PREFETCH = {{2: {blocks}, 4: 0}}\n")])
-        ab_trials_backward(f"backward, {blocks} blocks while waiting", variant.softmax_backward, shapes, out)
+        ab_trials(f"backward, {blocks} blocks while waiting", variant.softmax_backward, shapes, out,
+                  baseline=sm.softmax_backward, trials=3, case=backward_case)
 
 
 def segment_rule_with_wait(out: list) -> None:
