@@ -178,8 +178,9 @@ def write_pairs_again(out: list) -> None:
     ab_trials("write pairs off", variant.softmax_forward, shapes, out, trials=3)
 
 
-PROBES = {"write_pairs_again": write_pairs_again, "fp32_polling": fp32_polling, "segment_rule_with_wait": segment_rule_with_wait, "segment_rule": segment_rule, "segment_rule_sweep": segment_rule_sweep, "prefetch_again": prefetch_again,
-          "wait_prefetch_two_byte": wait_prefetch_two_byte, "backward_wait_prefetch": backward_wait_prefetch}
+PROBES = {probe.__name__: probe for probe in (segment_rule, segment_rule_sweep, prefetch_again, wait_prefetch_two_byte,
+                                              segment_rule_with_wait, backward_wait_prefetch, fp32_polling,
+                                              write_pairs_again)}
 
 
 if __name__ == "__main__":
