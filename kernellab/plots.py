@@ -387,7 +387,7 @@ def bandwidth_vs_n(series: dict, ceiling_gbs, title: str, ceiling: str = "copy")
     log_low, log_high = padded([math.log2(n) for n in ns])
     top = max([p[1] for points in series.values() for p in points] + [ceiling_gbs or 0]) * (1 + MARGIN) or 1
     with _style():
-        chart = Chart((7, 3.6), (0.09, 0.13, 0.7, 0.92), (2 ** log_low, 2 ** log_high), (0, top), log2_x=True)
+        chart = Chart((7, 3.6), (0.09, 0.13, 0.64, 0.92), (2 ** log_low, 2 ** log_high), (0, top), log2_x=True)
         entries = []
         for i, (profile, points) in enumerate(series.items()):
             points = sorted(points)
