@@ -178,9 +178,92 @@ def write_pairs_again(out: list) -> None:
     ab_trials("write pairs off", variant.softmax_forward, shapes, out, trials=3)
 
 
+def inductor_config(compiled, x) -> list:
+    """The launch configs Inductor's autotuner kept for compiled after a call on x (read off its CachingAutotuners)."""
+    import gc
+    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+    compiled(x)
+    torch.cuda.synchronize()
+    return [f"{a.fn.__name__}: {l.config} regs {getattr(l, 'n_regs', '?')} spills {getattr(l, 'n_spills', '?')}"
+            for a in gc.get_objects() if isinstance(a, CachingAutotuner) for l in a.launchers]
+
+
+def two_pass_forward(block: int, warps: int):
+    """probe_inductor's Inductor-shaped two-pass kernel (one row a program, evict_last then evict_first loads)."""
+    from probe_inductor import two_pass
+    return two_pass(block, warps)
+
+
+def rows_variant(rows: int, warps: int, load_evict: str = "evict_last", store_cache: str = ""):
+    """The rows kernel at this tile and these hints (the dispatcher's is 2 x 8 warps at 2,048, 1 x 8 at 4,096)."""
+    def run(x):
+        y = torch.empty_like(x)
+        sm._forward_rows(y, x, rows, warps, sm._vector_align(4, x.shape[1], x.stride(0), y.stride(0)),
+                         store_cache=store_cache, load_evict=load_evict)
+        return y
+    return run
+
+
+def against_compile(out: list) -> None:
+    """fp32 1,024-8,192, where torch.compile stays 0.3-0.5% ahead of the rows kernel at 2,048 and 4,096 in every
+    H100 sweep: which config did Inductor's autotuner keep, and does the dispatcher, the rows kernel in other tiles,
+    or the two-pass kernel in Inductor's shape tie it, on fresh inputs? Baseline: torch.compile (ratio > 1: the
+    variant is faster)."""
+    for n in (2048, 4096, 1024, 8192):
+        torch._dynamo.reset()
+        compiled = torch.compile(lambda t: torch.softmax(t, -1))
+        x = forward_case(n, "float32")[1][0]
+        configs = inductor_config(compiled, x)
+        print(f"fp32 {n}: Inductor kept", configs, flush=True)
+        out.append({"probe": "inductor-config", "cols": n, "configs": configs})
+        del x
+        variants = {"dispatcher": sm.softmax_forward,
+                    "rows 1x4w": rows_variant(1, 4), "rows 1x8w": rows_variant(1, 8), "rows 2x8w": rows_variant(2, 8),
+                    "rows 1x16w": rows_variant(1, 16), "rows 2x16w": rows_variant(2, 16),
+                    "rows 2x8w .cs stores": rows_variant(2, 8, store_cache=".cs"),
+                    "two-pass 1024x8w": two_pass_forward(1024, 8), "two-pass 2048x8w": two_pass_forward(2048, 8),
+                    "two-pass 2048x16w": two_pass_forward(2048, 16), "two-pass 4096x16w": two_pass_forward(4096, 16)}
+        for label, fn in variants.items():
+            ab_trials(f"{label} vs torch.compile", fn, [(n, "float32")], out, baseline=compiled, trials=3)
+
+
+TWO_BYTE_STREAM_PLAN = 'one_warp_from=2,\n         shorter_segment_bytes=196608),'
+BACKWARD_FP32_PLAN = 'math.inf,        0,  4, "stream",     0,  8192,    32,    1,    1, 262144, one_warp_from=8),'
+BACKWARD_TWO_BYTE_PLAN = '"stream",     0, 16384,    32,    1,    1, 262144, slot_lanes=32,\n         maxnreg=64),\n)'
+RETUNE_FORWARD = {"2-byte: every warp re-reads the slots": [(TWO_BYTE_STREAM_PLAN, TWO_BYTE_STREAM_PLAN.replace(
+                      "one_warp_from=2", "one_warp_from=0"))],
+                  "2-byte: one warp from 6 segments": [(TWO_BYTE_STREAM_PLAN, TWO_BYTE_STREAM_PLAN.replace(
+                      "one_warp_from=2", "one_warp_from=6"))],
+                  "poll sleep from 8 segments": [("POLL_SLEEP_MIN_SEGMENTS = 16\n", "POLL_SLEEP_MIN_SEGMENTS = 8\n")]}
+RETUNE_BACKWARD = {"fp32 1M: one warp from 40 segments (never)": [(BACKWARD_FP32_PLAN, BACKWARD_FP32_PLAN.replace(
+                       "one_warp_from=8", "one_warp_from=40"))],
+                   "2-byte 1M: 16 slot lanes": [(BACKWARD_TWO_BYTE_PLAN, BACKWARD_TWO_BYTE_PLAN.replace(
+                       "slot_lanes=32", "slot_lanes=16"))],
+                   "2-byte 1M: no register cap": [(BACKWARD_TWO_BYTE_PLAN, BACKWARD_TWO_BYTE_PLAN.replace(
+                       "maxnreg=64", "maxnreg=0"))]}
+
+
+def retune_waits(out: list) -> None:
+    """Round 77: the waits' settings chosen before round 66 (one warp re-reading the slots for 2-byte rows from 2
+    segments, round 33; sleeping between re-reads from 16 segments, 26; the backward's one warp from 8 segments and
+    its 2-byte slot vector of 32 lanes under 64 registers, 33 and 35), against other values on today's cuts."""
+    forward = [(262144, "float16"), (524288, "float16"), (777777, "float16"), (1048576, "float16"),
+               (1048576, "bfloat16")]
+    for i, (label, rewrites) in enumerate(RETUNE_FORWARD.items()):
+        shapes = [(n, "float32") for n in (393216, 524288, 655360)] if "sleep" in label else forward
+        ab_trials(label, rewritten(f"triton_softmax_trials_retune{i}", rewrites).softmax_forward, shapes, out,
+                  trials=3)
+    for i, (label, rewrites) in enumerate(RETUNE_BACKWARD.items()):
+        shapes = ([(n, "float32") for n in (524288, 1048576)] if "fp32" in label
+                  else [(1048576, "float16"), (1048576, "bfloat16"), (777777, "float16")])
+        ab_trials(label, rewritten(f"triton_softmax_trials_bretune{i}", rewrites).softmax_backward, shapes, out,
+                  baseline=sm.softmax_backward, trials=3, case=backward_case)
+
+
 PROBES = {probe.__name__: probe for probe in (segment_rule, segment_rule_sweep, prefetch_again, wait_prefetch_two_byte,
                                               segment_rule_with_wait, backward_wait_prefetch, fp32_polling,
-                                              write_pairs_again)}
+                                              write_pairs_again, against_compile,
+                                              retune_waits)}
 
 
 if __name__ == "__main__":
