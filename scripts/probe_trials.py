@@ -184,8 +184,13 @@ def inductor_config(compiled, x) -> list:
     from torch._inductor.runtime.triton_heuristics import CachingAutotuner
     compiled(x)
     torch.cuda.synchronize()
+    def autotuner(obj) -> bool:
+        try:
+            return isinstance(obj, CachingAutotuner)
+        except ReferenceError:  # a dead weak proxy among gc's objects
+            return False
     return [f"{a.fn.__name__}: {l.config} regs {getattr(l, 'n_regs', '?')} spills {getattr(l, 'n_spills', '?')}"
-            for a in gc.get_objects() if isinstance(a, CachingAutotuner) for l in a.launchers]
+            for a in gc.get_objects() if autotuner(a) for l in a.launchers]
 
 
 def two_pass_forward(block: int, warps: int):
