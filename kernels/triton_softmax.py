@@ -108,8 +108,10 @@ def _program_rows(n_rows, n_cols, ROWS_PER_PROGRAM: tl.constexpr, BLOCK_SIZE: tl
 def _rows_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
                      ROWS_PER_PROGRAM: tl.constexpr, BLOCK_SIZE: tl.constexpr, ALIGN: tl.constexpr,
                      LOAD_CACHE: tl.constexpr, STORE_CACHE: tl.constexpr, LOAD_EVICT: tl.constexpr = "",
-                     STORE_EVICT: tl.constexpr = "", LOG2: tl.constexpr = False, GUARD: tl.constexpr = False):
-    """Softmax of ROWS_PER_PROGRAM whole rows held in registers: one read, one write."""
+                     STORE_EVICT: tl.constexpr = "", LOG2: tl.constexpr = False, GUARD: tl.constexpr = False,
+                     RELOAD_EVICT: tl.constexpr = ""):
+    """Softmax of ROWS_PER_PROGRAM whole rows held in registers: one read, one write (RELOAD_EVICT: the write
+    reads its rows again, from L1, with this policy, as Inductor's kernel does, instead of keeping them)."""
     n_cols = n_cols // ALIGN * ALIGN
     input_row_stride = input_row_stride // ALIGN * ALIGN
     output_row_stride = output_row_stride // ALIGN * ALIGN
@@ -131,8 +133,14 @@ def _rows_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride,
         else:
             numerator = _exp_scaled(x, scaled_max[:, None])
     else:
-        numerator = tl.exp(x - tl.max(x, axis=1)[:, None])
+        row_max = tl.max(x, axis=1)
+        numerator = tl.exp(x - row_max[:, None])
     inv_denominator = 1.0 / tl.sum(numerator, axis=1)
+    if RELOAD_EVICT != "":
+        tl.static_assert(not LOG2, "RELOAD_EVICT: natural exp only")
+        x = tl.load(input_ptr + rows64 * input_row_stride + cols, mask=mask, other=float("-inf"),
+                    cache_modifier=LOAD_CACHE, eviction_policy=RELOAD_EVICT).to(tl.float32)
+        numerator = tl.exp(x - row_max[:, None])
     y = numerator * inv_denominator[:, None]
     tl.store(output_ptr + rows64 * output_row_stride + cols,
              y.to(output_ptr.dtype.element_ty), mask=mask, cache_modifier=STORE_CACHE, eviction_policy=STORE_EVICT)
@@ -1687,14 +1695,15 @@ def _launch(kernel, grid, *args, **kwargs) -> None:
 
 
 def _forward_rows(y, x, rows_per_program, num_warps, align, load_cache="", store_cache="", load_evict="",
-                  store_evict="", log2=False):
+                  store_evict="", log2=False, reload_evict=""):
     """Launch the whole-rows-in-registers forward (log2: exp as exp2 of one FMA, see LOG2E; guarded
     for bfloat16, see _log2_guard)."""
     n_rows, n_cols = x.shape
     _launch(_rows_fwd_kernel, (triton.cdiv(n_rows, rows_per_program),), y, x, x.stride(0), y.stride(0),
             n_rows, n_cols, ROWS_PER_PROGRAM=rows_per_program, BLOCK_SIZE=triton.next_power_of_2(n_cols),
             ALIGN=align, LOAD_CACHE=load_cache, STORE_CACHE=store_cache, LOAD_EVICT=load_evict,
-            STORE_EVICT=store_evict, LOG2=log2, GUARD=_log2_guard(x, log2), num_warps=num_warps)
+            STORE_EVICT=store_evict, LOG2=log2, GUARD=_log2_guard(x, log2), RELOAD_EVICT=reload_evict,
+            num_warps=num_warps)
 
 
 def _log2_exp(x) -> bool:

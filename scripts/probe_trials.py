@@ -199,12 +199,12 @@ def two_pass_forward(block: int, warps: int):
     return two_pass(block, warps)
 
 
-def rows_variant(rows: int, warps: int, load_evict: str = "evict_last", store_cache: str = ""):
+def rows_variant(rows: int, warps: int, load_evict: str = "evict_last", store_cache: str = "", reload_evict: str = ""):
     """The rows kernel at this tile and these hints (the dispatcher's is 2 x 8 warps at 2,048, 1 x 8 at 4,096)."""
     def run(x):
         y = torch.empty_like(x)
         sm._forward_rows(y, x, rows, warps, sm._vector_align(4, x.shape[1], x.stride(0), y.stride(0)),
-                         store_cache=store_cache, load_evict=load_evict)
+                         store_cache=store_cache, load_evict=load_evict, reload_evict=reload_evict)
         return y
     return run
 
@@ -265,10 +265,35 @@ def retune_waits(out: list) -> None:
                   baseline=sm.softmax_backward, trials=3, case=backward_case)
 
 
+def reload_rows(out: list) -> None:
+    """Round 78: the rows kernel reading its rows again for the write (RELOAD_EVICT, from L1), as the kernel Inductor
+    keeps does (2 rows x 16 warps at 2,048 columns; 1 x 16 at 4,096 and 8,192), against torch.compile, fp32."""
+    tiles = {1024: [(2, 8), (1, 8), (2, 16)], 2048: [(2, 16), (2, 8), (1, 8), (1, 16), (4, 16)],
+             4096: [(1, 16), (1, 8), (2, 16)], 8192: [(1, 16), (2, 16)]}
+    for n, shapes in tiles.items():
+        torch._dynamo.reset()
+        compiled = torch.compile(lambda t: torch.softmax(t, -1))
+        ab_trials("dispatcher vs torch.compile", sm.softmax_forward, [(n, "float32")], out, baseline=compiled, trials=3)
+        for rows, warps in shapes:
+            for policy in ("evict_first", "evict_last"):
+                ab_trials(f"rows {rows}x{warps}w reload {policy} vs torch.compile",
+                          rows_variant(rows, warps, reload_evict=policy), [(n, "float32")], out, baseline=compiled,
+                          trials=3)
+
+
+def one_warp_few_segments(out: list) -> None:
+    """Round 77, again: 2-byte tile-stream rows of 3-5 segments with every warp re-reading the slots (one warp only
+    from 6), which gained 0.5-1.3% at 262,144 and 524,288 in retune_waits; here on other inputs and shapes."""
+    variant = rewritten("triton_softmax_trials_one_warp6", RETUNE_FORWARD["2-byte: one warp from 6 segments"])
+    shapes = [(262144, "float16"), (262144, "bfloat16"), (300000, "float16"), (393216, "float16"),
+              (450000, "bfloat16"), (524288, "float16"), (524288, "bfloat16"), (262147, "float16")]
+    ab_trials("2-byte: one warp from 6 segments", variant.softmax_forward, shapes, out, trials=4)
+
+
 PROBES = {probe.__name__: probe for probe in (segment_rule, segment_rule_sweep, prefetch_again, wait_prefetch_two_byte,
                                               segment_rule_with_wait, backward_wait_prefetch, fp32_polling,
                                               write_pairs_again, against_compile,
-                                              retune_waits)}
+                                              retune_waits, reload_rows, one_warp_few_segments)}
 
 
 if __name__ == "__main__":
