@@ -290,10 +290,29 @@ def one_warp_few_segments(out: list) -> None:
     ab_trials("2-byte: one warp from 6 segments", variant.softmax_forward, shapes, out, trials=4)
 
 
+TWO_BYTE_STREAM_ROW = ('    Plan("forward",  math.inf,        0,  2, "tile-stream", 2,    0,    32,    1,    0, 229376, '
+                       'one_warp_from=2,\n         shorter_segment_bytes=196608),\n')
+WHOLE_VECTOR_ROW = TWO_BYTE_STREAM_ROW.replace("229376, one_warp_from=2,", "229376, whole_vectors=True,").replace(
+    "         shorter", "         one_warp_from=6, shorter")
+
+
+def one_warp_whole_vectors(out: list) -> None:
+    """Round 79: every warp re-reads the slots for 2-byte rows of whole vectors in 2-5 segments (one warp from 6),
+    odd rows unchanged; on shapes none of round 77's trials used. Adopted if the median gain is 1% or more and no
+    shape loses more than 2% (round 72's bar)."""
+    variant = rewritten("triton_softmax_trials_whole_one_warp6", [(TWO_BYTE_STREAM_ROW, WHOLE_VECTOR_ROW
+                                                                   + TWO_BYTE_STREAM_ROW)])
+    shapes = [(140000, "float16"), (160000, "bfloat16"), (200000, "float16"), (240000, "float16"),
+              (280000, "bfloat16"), (320000, "float16"), (350000, "bfloat16"), (420000, "float16"),
+              (480000, "float16"), (500000, "bfloat16"), (600000, "float16"), (300001, "float16")]
+    ab_trials("whole vectors: one warp from 6 segments", variant.softmax_forward, shapes, out, trials=3)
+
+
 PROBES = {probe.__name__: probe for probe in (segment_rule, segment_rule_sweep, prefetch_again, wait_prefetch_two_byte,
                                               segment_rule_with_wait, backward_wait_prefetch, fp32_polling,
                                               write_pairs_again, against_compile,
-                                              retune_waits, reload_rows, one_warp_few_segments)}
+                                              retune_waits, reload_rows, one_warp_few_segments,
+                                              one_warp_whole_vectors)}
 
 
 if __name__ == "__main__":
