@@ -109,16 +109,21 @@ def _rows_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride,
                      ROWS_PER_PROGRAM: tl.constexpr, BLOCK_SIZE: tl.constexpr, ALIGN: tl.constexpr,
                      LOAD_CACHE: tl.constexpr, STORE_CACHE: tl.constexpr, LOAD_EVICT: tl.constexpr = "",
                      STORE_EVICT: tl.constexpr = "", LOG2: tl.constexpr = False, GUARD: tl.constexpr = False,
-                     RELOAD_EVICT: tl.constexpr = ""):
+                     RELOAD_EVICT: tl.constexpr = "", EVEN: tl.constexpr = False):
     """Softmax of ROWS_PER_PROGRAM whole rows held in registers: one read, one write (RELOAD_EVICT: the write
-    reads its rows again, from L1, with this policy, as Inductor's kernel does, instead of keeping them)."""
+    reads its rows again, from L1, with this policy, as Inductor's kernel does, instead of keeping them; EVEN:
+    n_cols == BLOCK_SIZE and every program's rows exist, so nothing is masked)."""
     n_cols = n_cols // ALIGN * ALIGN
     input_row_stride = input_row_stride // ALIGN * ALIGN
     output_row_stride = output_row_stride // ALIGN * ALIGN
     rows64, cols, mask = _program_rows(n_rows, n_cols, ROWS_PER_PROGRAM, BLOCK_SIZE)
-    # padding is -inf: it never wins the max and adds exp(-inf) = 0 to the sum
-    x = tl.load(input_ptr + rows64 * input_row_stride + cols, mask=mask,
-                other=float("-inf"), cache_modifier=LOAD_CACHE, eviction_policy=LOAD_EVICT).to(tl.float32)
+    if EVEN:
+        x = tl.load(input_ptr + rows64 * input_row_stride + cols, cache_modifier=LOAD_CACHE,
+                    eviction_policy=LOAD_EVICT).to(tl.float32)
+    else:
+        # padding is -inf: it never wins the max and adds exp(-inf) = 0 to the sum
+        x = tl.load(input_ptr + rows64 * input_row_stride + cols, mask=mask,
+                    other=float("-inf"), cache_modifier=LOAD_CACHE, eviction_policy=LOAD_EVICT).to(tl.float32)
     # a fully -inf row has max -inf, so x - max is NaN everywhere: torch's answer too
     if LOG2:
         row_max = tl.max(x, axis=1)
@@ -142,8 +147,12 @@ def _rows_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride,
                     cache_modifier=LOAD_CACHE, eviction_policy=RELOAD_EVICT).to(tl.float32)
         numerator = tl.exp(x - row_max[:, None])
     y = numerator * inv_denominator[:, None]
-    tl.store(output_ptr + rows64 * output_row_stride + cols,
-             y.to(output_ptr.dtype.element_ty), mask=mask, cache_modifier=STORE_CACHE, eviction_policy=STORE_EVICT)
+    if EVEN:
+        tl.store(output_ptr + rows64 * output_row_stride + cols, y.to(output_ptr.dtype.element_ty),
+                 cache_modifier=STORE_CACHE, eviction_policy=STORE_EVICT)
+    else:
+        tl.store(output_ptr + rows64 * output_row_stride + cols, y.to(output_ptr.dtype.element_ty), mask=mask,
+                 cache_modifier=STORE_CACHE, eviction_policy=STORE_EVICT)
 
 
 @triton.jit
@@ -1695,7 +1704,7 @@ def _launch(kernel, grid, *args, **kwargs) -> None:
 
 
 def _forward_rows(y, x, rows_per_program, num_warps, align, load_cache="", store_cache="", load_evict="",
-                  store_evict="", log2=False, reload_evict=""):
+                  store_evict="", log2=False, reload_evict="", even=False):
     """Launch the whole-rows-in-registers forward (log2: exp as exp2 of one FMA, see LOG2E; guarded
     for bfloat16, see _log2_guard)."""
     n_rows, n_cols = x.shape
@@ -1703,6 +1712,7 @@ def _forward_rows(y, x, rows_per_program, num_warps, align, load_cache="", store
             n_rows, n_cols, ROWS_PER_PROGRAM=rows_per_program, BLOCK_SIZE=triton.next_power_of_2(n_cols),
             ALIGN=align, LOAD_CACHE=load_cache, STORE_CACHE=store_cache, LOAD_EVICT=load_evict,
             STORE_EVICT=store_evict, LOG2=log2, GUARD=_log2_guard(x, log2), RELOAD_EVICT=reload_evict,
+            EVEN=even and n_cols == triton.next_power_of_2(n_cols) and n_rows % rows_per_program == 0,
             num_warps=num_warps)
 
 

@@ -290,8 +290,8 @@ def one_warp_few_segments(out: list) -> None:
     ab_trials("2-byte: one warp from 6 segments", variant.softmax_forward, shapes, out, trials=4)
 
 
-TWO_BYTE_STREAM_ROW = ('    Plan("forward",  math.inf,        0,  2, "tile-stream", 2,    0,    32,    1,    0, 229376, '
-                       'one_warp_from=2,\n         shorter_segment_bytes=196608),\n')
+TWO_BYTE_STREAM_ROW = ('    Plan("forward",  math.inf,        0,  2, "tile-stream", 2,    0,    32,    1,    0, '
+                       '229376, one_warp_from=2,\n         shorter_segment_bytes=196608),\n')
 WHOLE_VECTOR_ROW = TWO_BYTE_STREAM_ROW.replace("229376, one_warp_from=2,", "229376, whole_vectors=True,").replace(
     "         shorter", "         one_warp_from=6, shorter")
 
@@ -308,11 +308,29 @@ def one_warp_whole_vectors(out: list) -> None:
     ab_trials("whole vectors: one warp from 6 segments", variant.softmax_forward, shapes, out, trials=3)
 
 
+ROWS_CALL = "_forward_rows(y, x, plan.rows_per_program, plan.num_warps, align, load_evict=ROWS_LOAD_EVICT, log2=log2)"
+EVEN_ROWS = [(ROWS_CALL, ROWS_CALL[:-1] + ", even=True)")]
+
+
+def even_rows(out: list) -> None:
+    """Round 80: the rows kernel without masks (EVEN) where a row is a power of two and the rows divide evenly, as
+    Inductor's kernel for a static shape is: the dispatcher so rewritten against torch.compile (fp32 1,024-8,192)
+    and against the table (2-byte 1,024-16,384)."""
+    variant = rewritten("triton_softmax_trials_even", EVEN_ROWS).softmax_forward
+    for n in (2048, 4096, 1024, 8192):
+        torch._dynamo.reset()
+        compiled = torch.compile(lambda t: torch.softmax(t, -1))
+        ab_trials("dispatcher vs torch.compile", sm.softmax_forward, [(n, "float32")], out, baseline=compiled, trials=3)
+        ab_trials("even rows vs torch.compile", variant, [(n, "float32")], out, baseline=compiled, trials=3)
+    shapes = [(n, dtype) for n in (1024, 2048, 4096, 8192, 16384) for dtype in ("float16", "bfloat16")]
+    ab_trials("even rows", variant, shapes, out, trials=3)
+
+
 PROBES = {probe.__name__: probe for probe in (segment_rule, segment_rule_sweep, prefetch_again, wait_prefetch_two_byte,
                                               segment_rule_with_wait, backward_wait_prefetch, fp32_polling,
                                               write_pairs_again, against_compile,
                                               retune_waits, reload_rows, one_warp_few_segments,
-                                              one_warp_whole_vectors)}
+                                              one_warp_whole_vectors, even_rows)}
 
 
 if __name__ == "__main__":
