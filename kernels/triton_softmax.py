@@ -108,22 +108,15 @@ def _program_rows(n_rows, n_cols, ROWS_PER_PROGRAM: tl.constexpr, BLOCK_SIZE: tl
 def _rows_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
                      ROWS_PER_PROGRAM: tl.constexpr, BLOCK_SIZE: tl.constexpr, ALIGN: tl.constexpr,
                      LOAD_CACHE: tl.constexpr, STORE_CACHE: tl.constexpr, LOAD_EVICT: tl.constexpr = "",
-                     STORE_EVICT: tl.constexpr = "", LOG2: tl.constexpr = False, GUARD: tl.constexpr = False,
-                     RELOAD_EVICT: tl.constexpr = "", EVEN: tl.constexpr = False):
-    """Softmax of ROWS_PER_PROGRAM whole rows held in registers: one read, one write (RELOAD_EVICT: the write
-    reads its rows again, from L1, with this policy, as Inductor's kernel does, instead of keeping them; EVEN:
-    n_cols == BLOCK_SIZE and every program's rows exist, so nothing is masked)."""
+                     STORE_EVICT: tl.constexpr = "", LOG2: tl.constexpr = False, GUARD: tl.constexpr = False):
+    """Softmax of ROWS_PER_PROGRAM whole rows held in registers: one read, one write."""
     n_cols = n_cols // ALIGN * ALIGN
     input_row_stride = input_row_stride // ALIGN * ALIGN
     output_row_stride = output_row_stride // ALIGN * ALIGN
     rows64, cols, mask = _program_rows(n_rows, n_cols, ROWS_PER_PROGRAM, BLOCK_SIZE)
-    if EVEN:
-        x = tl.load(input_ptr + rows64 * input_row_stride + cols, cache_modifier=LOAD_CACHE,
-                    eviction_policy=LOAD_EVICT).to(tl.float32)
-    else:
-        # padding is -inf: it never wins the max and adds exp(-inf) = 0 to the sum
-        x = tl.load(input_ptr + rows64 * input_row_stride + cols, mask=mask,
-                    other=float("-inf"), cache_modifier=LOAD_CACHE, eviction_policy=LOAD_EVICT).to(tl.float32)
+    # padding is -inf: it never wins the max and adds exp(-inf) = 0 to the sum
+    x = tl.load(input_ptr + rows64 * input_row_stride + cols, mask=mask,
+                other=float("-inf"), cache_modifier=LOAD_CACHE, eviction_policy=LOAD_EVICT).to(tl.float32)
     # a fully -inf row has max -inf, so x - max is NaN everywhere: torch's answer too
     if LOG2:
         row_max = tl.max(x, axis=1)
@@ -138,21 +131,11 @@ def _rows_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride,
         else:
             numerator = _exp_scaled(x, scaled_max[:, None])
     else:
-        row_max = tl.max(x, axis=1)
-        numerator = tl.exp(x - row_max[:, None])
+        numerator = tl.exp(x - tl.max(x, axis=1)[:, None])
     inv_denominator = 1.0 / tl.sum(numerator, axis=1)
-    if RELOAD_EVICT != "":
-        tl.static_assert(not LOG2, "RELOAD_EVICT: natural exp only")
-        x = tl.load(input_ptr + rows64 * input_row_stride + cols, mask=mask, other=float("-inf"),
-                    cache_modifier=LOAD_CACHE, eviction_policy=RELOAD_EVICT).to(tl.float32)
-        numerator = tl.exp(x - row_max[:, None])
     y = numerator * inv_denominator[:, None]
-    if EVEN:
-        tl.store(output_ptr + rows64 * output_row_stride + cols, y.to(output_ptr.dtype.element_ty),
-                 cache_modifier=STORE_CACHE, eviction_policy=STORE_EVICT)
-    else:
-        tl.store(output_ptr + rows64 * output_row_stride + cols, y.to(output_ptr.dtype.element_ty), mask=mask,
-                 cache_modifier=STORE_CACHE, eviction_policy=STORE_EVICT)
+    tl.store(output_ptr + rows64 * output_row_stride + cols,
+             y.to(output_ptr.dtype.element_ty), mask=mask, cache_modifier=STORE_CACHE, eviction_policy=STORE_EVICT)
 
 
 @triton.jit
@@ -1704,16 +1687,14 @@ def _launch(kernel, grid, *args, **kwargs) -> None:
 
 
 def _forward_rows(y, x, rows_per_program, num_warps, align, load_cache="", store_cache="", load_evict="",
-                  store_evict="", log2=False, reload_evict="", even=False):
+                  store_evict="", log2=False):
     """Launch the whole-rows-in-registers forward (log2: exp as exp2 of one FMA, see LOG2E; guarded
     for bfloat16, see _log2_guard)."""
     n_rows, n_cols = x.shape
     _launch(_rows_fwd_kernel, (triton.cdiv(n_rows, rows_per_program),), y, x, x.stride(0), y.stride(0),
             n_rows, n_cols, ROWS_PER_PROGRAM=rows_per_program, BLOCK_SIZE=triton.next_power_of_2(n_cols),
             ALIGN=align, LOAD_CACHE=load_cache, STORE_CACHE=store_cache, LOAD_EVICT=load_evict,
-            STORE_EVICT=store_evict, LOG2=log2, GUARD=_log2_guard(x, log2), RELOAD_EVICT=reload_evict,
-            EVEN=even and n_cols == triton.next_power_of_2(n_cols) and n_rows % rows_per_program == 0,
-            num_warps=num_warps)
+            STORE_EVICT=store_evict, LOG2=log2, GUARD=_log2_guard(x, log2), num_warps=num_warps)
 
 
 def _log2_exp(x) -> bool:
@@ -1987,20 +1968,14 @@ def _tile_stream_layout(y, x, vectors_per_thread, num_warps, programs_per_sm, se
     tile_rows = 32 * num_warps * vectors_per_thread
     line = _line_bases(vec, tile_rows * vec, x, y)
     n_programs = programs_per_sm * _sm_count(x.device)
-
-    def cut(size):
-        return _stream_segments(n_cols, x.element_size(), tile_rows * vec,
-                                _few_rows_segment(size, n_rows, n_cols * x.element_size(), n_programs), align, vec,
-                                line)
-
-    segments = cut(segment_bytes)
-    if shorter_segment_bytes:
-        shorter = cut(shorter_segment_bytes)
-        n_blocks = _row_blocks(n_cols, tile_rows * vec, align, vec, line)
-        if (_grid_fill(n_rows, n_blocks, *shorter, n_programs)
-                >= SHORTER_SEGMENT_GAIN * _grid_fill(n_rows, n_blocks, *segments, n_programs)):
-            segments = shorter
-    return vec, tile_rows, line, *segments
+    cuts = []
+    for size in (segment_bytes, shorter_segment_bytes) if shorter_segment_bytes else (segment_bytes,):
+        size = _few_rows_segment(size, n_rows, n_cols * x.element_size(), n_programs)
+        cuts.append(_stream_segments(n_cols, x.element_size(), tile_rows * vec, size, align, vec, line))
+    n_blocks = _row_blocks(n_cols, tile_rows * vec, align, vec, line)
+    fills = [_grid_fill(n_rows, n_blocks, *cut, n_programs) for cut in cuts]
+    n_segments, blocks_per_segment = cuts[-1] if fills[-1] >= SHORTER_SEGMENT_GAIN * fills[0] else cuts[0]
+    return vec, tile_rows, line, n_segments, blocks_per_segment
 
 
 def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, segment_bytes, align, unroll=1,

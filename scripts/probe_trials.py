@@ -200,11 +200,13 @@ def two_pass_forward(block: int, warps: int):
 
 
 def rows_variant(rows: int, warps: int, load_evict: str = "evict_last", store_cache: str = "", reload_evict: str = ""):
-    """The rows kernel at this tile and these hints (the dispatcher's is 2 x 8 warps at 2,048, 1 x 8 at 4,096)."""
+    """The rows kernel at this tile and these hints (the dispatcher's is 2 x 8 warps at 2,048, 1 x 8 at 4,096);
+    reload_evict needs the kernel of commit b35409c (round 78)."""
     def run(x):
         y = torch.empty_like(x)
+        reload = {"reload_evict": reload_evict} if reload_evict else {}
         sm._forward_rows(y, x, rows, warps, sm._vector_align(4, x.shape[1], x.stride(0), y.stride(0)),
-                         store_cache=store_cache, load_evict=load_evict, reload_evict=reload_evict)
+                         store_cache=store_cache, load_evict=load_evict, **reload)
         return y
     return run
 
@@ -267,7 +269,8 @@ def retune_waits(out: list) -> None:
 
 def reload_rows(out: list) -> None:
     """Round 78: the rows kernel reading its rows again for the write (RELOAD_EVICT, from L1), as the kernel Inductor
-    keeps does (2 rows x 16 warps at 2,048 columns; 1 x 16 at 4,096 and 8,192), against torch.compile, fp32."""
+    keeps does (2 rows x 16 warps at 2,048 columns; 1 x 16 at 4,096 and 8,192), against torch.compile, fp32. Runs at
+    commit b35409c, whose kernel takes RELOAD_EVICT (removed after round 80: not adopted)."""
     tiles = {1024: [(2, 8), (1, 8), (2, 16)], 2048: [(2, 16), (2, 8), (1, 8), (1, 16), (4, 16)],
              4096: [(1, 16), (1, 8), (2, 16)], 8192: [(1, 16), (2, 16)]}
     for n, shapes in tiles.items():
@@ -315,7 +318,8 @@ EVEN_ROWS = [(ROWS_CALL, ROWS_CALL[:-1] + ", even=True)")]
 def even_rows(out: list) -> None:
     """Round 80: the rows kernel without masks (EVEN) where a row is a power of two and the rows divide evenly, as
     Inductor's kernel for a static shape is: the dispatcher so rewritten against torch.compile (fp32 1,024-8,192)
-    and against the table (2-byte 1,024-16,384)."""
+    and against the table (2-byte 1,024-16,384). Runs at commit b35409c, whose kernel takes EVEN (removed after the
+    round: not adopted)."""
     variant = rewritten("triton_softmax_trials_even", EVEN_ROWS).softmax_forward
     for n in (2048, 4096, 1024, 8192):
         torch._dynamo.reset()
