@@ -1,6 +1,6 @@
 """Load everything the site is built from, and check it fits together before anything renders.
 
-site_src/experiments/<slug>.yaml   one experiment: question, cases, profiles, claim, boundary
+site_src/experiments/<slug>.yaml   one experiment: question, cases, profiles, claim, goals, boundary
 site_src/decisions/<NNNN>-<slug>.md a decision record: YAML front matter + Markdown body
 runs/<run_id>.json                 one run artifact (see artifacts.py)
 """
@@ -100,26 +100,62 @@ def load_experiment(path: Path) -> dict:
     passes = data.setdefault("passes", ["forward"])
     if not set(_string_list(passes, path, "passes")) <= {"forward", "backward"}:
         raise BuildError(path, "passes may hold only 'forward' and 'backward'")
-    claim = data["claim"]
-    _require(claim, ["statement", "candidate", "baseline", "min_speedup"], path, "claim")
-    for role in ("candidate", "baseline"):
-        if claim[role] not in profiles:
-            raise BuildError(path, f"claim.{role} {claim[role]!r} is not one of this experiment's profiles")
-    if not isinstance(claim["min_speedup"], (int, float)) or claim["min_speedup"] <= 0:
-        raise BuildError(path, "claim.min_speedup must be a positive number")
-    claim.setdefault("pass", "forward")
-    claim.setdefault("cases", [c["id"] for c in data["cases"]])
-    unknown_cases = [c for c in _string_list(claim["cases"], path, "claim.cases") if c not in case_ids]
-    if unknown_cases:
-        raise BuildError(path, f"claim.cases names unknown case {unknown_cases[0]!r}")
     if not isinstance(data.setdefault("details", ""), str):
         raise BuildError(path, "details must be Markdown text")
-    if claim["pass"] not in passes:
-        raise BuildError(path, f"claim.pass {claim['pass']!r} is not one of this experiment's passes")
+    context = (path, profiles, case_ids, passes, [c["id"] for c in data["cases"]])
+    claim = data["claim"]
+    _require(claim, ["statement", "candidate", "baseline", "min_speedup"], path, "claim")
+    if "min_share" in claim:  # decisions rest on the claim, which is a speedup: a share bar is a goal
+        raise BuildError(path, "claim takes min_speedup only; set a min_share bar as one of the goals")
+    _check_test(claim, "claim", *context)
+    goals = data.setdefault("goals", [])
+    if not isinstance(goals, list):
+        raise BuildError(path, "goals must be a list")
+    for i, goal in enumerate(goals):
+        _check_goal(goal, f"goals[{i}]", *context)
     _require(data["boundary"], ["shows", "does_not_show"], path, "boundary")
     data["slug"] = slug
     data["source_path"] = str(path)
     return data
+
+
+GOAL_KEYS = {"statement", "candidate", "baseline", "min_speedup", "min_share", "pass", "cases"}
+
+
+def _check_goal(goal, where, path, profiles, case_ids, passes, all_cases) -> None:
+    """Validate one goal: a speedup goal (baseline, min_speedup) or a share goal (min_share), in place."""
+    _require(goal, ["statement", "candidate"], path, where)
+    unknown = sorted(set(goal) - GOAL_KEYS)
+    if unknown:
+        raise BuildError(path, f"{where}: unknown key {unknown[0]!r}; a goal takes {', '.join(sorted(GOAL_KEYS))}")
+    if ("min_speedup" in goal) == ("min_share" in goal):
+        raise BuildError(path, f"{where} must set exactly one of min_speedup (with a baseline) and min_share")
+    if "min_speedup" in goal and "baseline" not in goal:
+        raise BuildError(path, f"{where}: a min_speedup goal needs a baseline")
+    if "min_share" in goal and "baseline" in goal:
+        raise BuildError(path, f"{where}: a min_share goal has no baseline (its bar is the run's ceiling)")
+    goal["statement"] = _text(goal["statement"], path, f"{where}.statement")
+    _check_test(goal, where, path, profiles, case_ids, passes, all_cases)
+
+
+def _check_test(test, where, path, profiles, case_ids, passes, all_cases) -> None:
+    """Validate a claim's or goal's profiles, bar, pass and cases, filling in pass and cases."""
+    for role in ("candidate", "baseline"):
+        if role in test and test[role] not in profiles:
+            raise BuildError(path, f"{where}.{role} {test[role]!r} is not one of this experiment's profiles")
+    bar = "min_share" if "min_share" in test else "min_speedup"
+    value = test[bar]
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
+        raise BuildError(path, f"{where}.{bar} must be a positive number")
+    if bar == "min_share" and value > 1:
+        raise BuildError(path, f"{where}.min_share must be at most 1 (a share of the ceiling), got {value!r}")
+    test.setdefault("pass", "forward")
+    test.setdefault("cases", list(all_cases))
+    unknown_cases = [c for c in _string_list(test["cases"], path, f"{where}.cases") if c not in case_ids]
+    if unknown_cases:
+        raise BuildError(path, f"{where}.cases names unknown case {unknown_cases[0]!r}")
+    if test["pass"] not in passes:
+        raise BuildError(path, f"{where}.pass {test['pass']!r} is not one of this experiment's passes")
 
 
 def split_front_matter(path: Path, text: str):

@@ -4,6 +4,10 @@ A claim says: profile `candidate` is faster than profile `baseline` by at least 
 on every case and dtype of the experiment. Per run, each (case, dtype) gets a speedup
 (baseline median / candidate median) with a confidence interval; the run's verdict follows
 from the intervals. Verdicts are per device, because the answer differs by GPU.
+
+Goals are further bars an experiment sets itself, judged the same way but resting no decision:
+a speedup goal is a claim of its own; a share goal asks that the candidate's bandwidth reach
+`min_share` of the ceiling measured in the same run (see ceiling_for).
 """
 import math
 from dataclasses import dataclass, field
@@ -22,6 +26,7 @@ SUSPECT_SPEEDUP = 10.0
 # than it (runs 20261122T073840Z to 20261122T092039Z). A figure within 1% of it is plausible; one
 # further above is flagged.
 SUSPECT_CEILING_MARGIN = 0.01
+NOT_MEASURED = "not measured in this run"  # why a (case, dtype) is missing, unless something else is said
 
 HOW_VERDICTS_ARE_REACHED = (
     "For each case and dtype, speedup = baseline median / candidate median, measured side by side "
@@ -34,25 +39,38 @@ HOW_VERDICTS_ARE_REACHED = (
     "one write for a backward). Invalid: a correctness check failed. "
     "Imported figures carry no samples: their point values are used as they are, and the page says so."
 )
+HOW_GOALS_ARE_REACHED = (
+    "A speedup goal is judged as the claim is. A share goal takes, for each case and dtype, the candidate's "
+    "GB/s over the ceiling measured in the same run; its interval is the share scaled by the candidate's "
+    "median over the ends of that median's 97.5% interval (a slower end gives a lower share). The words are "
+    "the claim's: supported when every interval lies above the bar, rejected when one lies wholly below it. "
+    "Goals show where the project stands against its own targets; no decision rests on them."
+)
 
 
 @dataclass
 class Comparison:
-    """The claim tested on one case and dtype of one run."""
+    """A claim or goal tested on one case and dtype of one run."""
 
     case: str
     dtype: str
     state: str  # win | loss | overlap | invalid | missing | suspect
     speedup: float | None = None
-    low: float | None = None
+    low: float | None = None  # of the speedup, or of the share for a share goal
     high: float | None = None
     method: str = ""  # order-statistics | point | reported
     note: str = ""
+    share: float | None = None  # a share goal's figure: bandwidth / the run's ceiling
+
+    @property
+    def value(self):
+        """The figure tested against the bar: the speedup, or the share of the ceiling."""
+        return self.share if self.speedup is None else self.speedup
 
 
 @dataclass
 class Verdict:
-    """The verdict one run earns for one experiment's claim."""
+    """The verdict one run earns for one experiment's claim, or for one of its goals."""
 
     experiment: str
     device: str
@@ -125,12 +143,15 @@ def speedup_interval(baseline: dict, candidate: dict) -> tuple:
     return value, value, value, "point"
 
 
+CEILING_NAMES = {"forward": "copy bandwidth", "backward": "two-reads-one-write bandwidth"}
+
+
 def ceiling_for(run: dict, pass_: str):
     """(name, measured bandwidth) of the ceiling for a pass: copy for forward, 2-read-1-write for backward."""
     three = run.get("three_tensor_bandwidth")
     if pass_ == "backward" and three:
-        return "two-reads-one-write bandwidth", three
-    return "copy bandwidth", run.get("copy_bandwidth")
+        return CEILING_NAMES["backward"], three
+    return CEILING_NAMES["forward"], run.get("copy_bandwidth")
 
 
 def is_suspect(result: dict, run: dict) -> str:
@@ -148,29 +169,75 @@ def results_index(run: dict) -> dict:
         (r["experiment"], r["case"], r["profile"], r["dtype"], r["pass"]): r for r in run["results"]})
 
 
-def compare(experiment: dict, run: dict, case: str, dtype: str, index: dict) -> Comparison:
-    """Test the claim on one case and dtype of one run."""
-    claim = experiment["claim"]
-    key = (experiment["slug"], case)
-    baseline = index.get((*key, claim["baseline"], dtype, claim["pass"]))
-    candidate = index.get((*key, claim["candidate"], dtype, claim["pass"]))
+def compare_speedup(test: dict, slug: str, run: dict, case: str, dtype: str, index: dict) -> Comparison:
+    """Test a speedup bar (the claim, or a speedup goal) on one case and dtype of one run."""
+    key = (slug, case)
+    baseline = index.get((*key, test["baseline"], dtype, test["pass"]))
+    candidate = index.get((*key, test["candidate"], dtype, test["pass"]))
     reported = (candidate or {}).get("reported_speedup")
-    if reported and reported["baseline"] == claim["baseline"] and candidate["status"] == "ok":
+    if reported and reported["baseline"] == test["baseline"] and candidate["status"] == "ok":
         value = reported["value"]  # imported: the source gives the ratio, not the timings
-        return Comparison(case, dtype, _state(value, value, claim["min_speedup"]), value, value, value, "reported")
+        return Comparison(case, dtype, _state(value, value, test["min_speedup"]), value, value, value, "reported")
     if baseline is None or candidate is None:
-        return Comparison(case, dtype, "missing", note="not measured in this run")
-    for role, r in (("baseline", baseline), ("candidate", candidate)):
-        if r["status"] != "ok":
-            why = "failed its correctness check" if r["status"] == "failed" else f"raised an error: {r['error']}"
-            return Comparison(case, dtype, "invalid", note=f"{role} {r['profile']} {why}")
+        return Comparison(case, dtype, "missing", note=NOT_MEASURED)
+    invalid = _invalid(case, dtype, baseline=baseline, candidate=candidate)
+    if invalid:
+        return invalid
     speedup, low, high, method = speedup_interval(baseline, candidate)
     suspect = is_suspect(candidate, run) or is_suspect(baseline, run)
     if speedup > SUSPECT_SPEEDUP:
         suspect = f"speedup {speedup:.2f}x is more than {SUSPECT_SPEEDUP:.0f}x"
     if suspect:
         return Comparison(case, dtype, "suspect", speedup, low, high, method, suspect)
-    return Comparison(case, dtype, _state(low, high, claim["min_speedup"]), speedup, low, high, method)
+    return Comparison(case, dtype, _state(low, high, test["min_speedup"]), speedup, low, high, method)
+
+
+def compare_share(test: dict, slug: str, run: dict, case: str, dtype: str, index: dict) -> Comparison:
+    """Test a share goal on one case and dtype of one run: the candidate's bandwidth over the run's ceiling."""
+    candidate = index.get((slug, case, test["candidate"], dtype, test["pass"]))
+    if candidate is None:
+        return Comparison(case, dtype, "missing", note=NOT_MEASURED)
+    invalid = _invalid(case, dtype, candidate=candidate)
+    if invalid:
+        return invalid
+    interval = share_interval(candidate, run)
+    if interval is None:
+        return Comparison(case, dtype, "missing", note="no bandwidth against a ceiling measured in this run")
+    share, low, high, method = interval
+    suspect = is_suspect(candidate, run)
+    if suspect:
+        return Comparison(case, dtype, "suspect", low=low, high=high, method=method, note=suspect, share=share)
+    return Comparison(case, dtype, _state(low, high, test["min_share"]), low=low, high=high, method=method,
+                      share=share)
+
+
+def share_interval(result: dict, run: dict):
+    """(share, low, high, method) of a result's bandwidth over its pass's ceiling, or None without both.
+
+    The ceiling is one figure for the run, so the interval comes from the result's own median
+    interval: a slower median (t_high) gives a lower share, a faster one (t_low) a higher.
+    """
+    _, ceiling = ceiling_for(run, result["pass"])
+    if ceiling and ceiling.get("gbs") and result.get("gbs"):
+        share = result["gbs"] / ceiling["gbs"]
+    elif result.get("copy_share") is not None:
+        share = result["copy_share"]  # imported: the source states the share, not the ceiling
+    else:
+        return None
+    samples = (result.get("timing") or {}).get("samples_ms") or []
+    if len(samples) >= 5:
+        median, t_low, t_high = median_interval(samples)
+        return share, share * median / t_high, share * median / t_low, "order-statistics"
+    return share, share, share, "point"
+
+
+def _invalid(case: str, dtype: str, **roles):
+    """An invalid Comparison if any of the results (by role) did not pass, else None."""
+    for role, r in roles.items():
+        if r["status"] != "ok":
+            why = "failed its correctness check" if r["status"] == "failed" else f"raised an error: {r['error']}"
+            return Comparison(case, dtype, "invalid", note=f"{role} {r['profile']} {why}")
+    return None
 
 
 def _state(low: float, high: float, bar: float) -> str:
@@ -178,43 +245,102 @@ def _state(low: float, high: float, bar: float) -> str:
     return "win" if low > bar else "loss" if high < bar else "overlap"
 
 
-_JUDGED: dict = {}  # (id(experiment), id(run)) -> (experiment, run, verdict): a build judges each pair once
+def is_share_test(test: dict) -> bool:
+    """Whether a claim or goal sets a share of the ceiling (min_share) rather than a speedup (min_speedup)."""
+    return "min_share" in test
+
+
+def bar_text(test: dict, ceiling_name: str = "") -> str:
+    """A test's bar in words: "1x", or "90% of copy" (the ceiling's name, without " bandwidth")."""
+    if is_share_test(test):
+        name = ceiling_name or CEILING_NAMES[test["pass"]]
+        return f"{100 * test['min_share']:g}% of {name.removesuffix(' bandwidth')}"
+    return f"{test['min_speedup']:g}x"
+
+
+_JUDGED: dict = {}  # (id(experiment), id(test), id(run)) -> (experiment, test, run, verdict): each judged once
 
 
 def judge_run(experiment: dict, run: dict) -> Verdict:
-    """The verdict one run earns for an experiment's claim (memoised on the two objects)."""
-    key = (id(experiment), id(run))
+    """The verdict one run earns for an experiment's claim (memoised on the objects)."""
+    return judge_test(experiment, experiment["claim"], run)
+
+
+def judge_goals(experiment: dict, run: dict) -> list:
+    """The verdict one run earns for each of an experiment's goals, in their order."""
+    return [judge_test(experiment, goal, run) for goal in experiment.get("goals", [])]
+
+
+def judge_test(experiment: dict, test: dict, run: dict) -> Verdict:
+    """The verdict one run earns for a claim or goal of an experiment (memoised on the three objects)."""
+    key = (id(experiment), id(test), id(run))
     hit = _JUDGED.get(key)
-    if hit is not None and hit[0] is experiment and hit[1] is run:
-        return hit[2]
-    verdict = _judge_run(experiment, run)
-    _JUDGED[key] = (experiment, run, verdict)  # holding both keeps their ids from being reused
+    if hit is not None and hit[0] is experiment and hit[1] is test and hit[2] is run:
+        return hit[3]
+    verdict = _judge(experiment, test, run)
+    _JUDGED[key] = (experiment, test, run, verdict)  # holding them keeps their ids from being reused
     return verdict
 
 
-def _judge_run(experiment: dict, run: dict) -> Verdict:
-    """The verdict one run earns for an experiment's claim."""
+def _judge(experiment: dict, test: dict, run: dict) -> Verdict:
+    """The verdict one run earns for a claim or goal."""
     index = results_index(run)
+    compare_one = compare_share if is_share_test(test) else compare_speedup
     comparisons = [
-        compare(experiment, run, case, dtype, index)
-        for case in experiment["claim"]["cases"] for dtype in experiment["dtypes"]
+        compare_one(test, experiment["slug"], run, case, dtype, index)
+        for case in test["cases"] for dtype in experiment["dtypes"]
     ]
-    states = {c.state for c in comparisons}
-    bar = experiment["claim"]["min_speedup"]
-    if states == {"missing"}:
-        verdict, reason = "not run", "this run has no results for the claim"
-    elif "invalid" in states:
-        verdict, reason = "invalid", "a correctness check failed, so no timing counts"
-    elif "loss" in states:
-        verdict, reason = "rejected", f"a speedup interval lies wholly below {bar:g}x"
-    elif states == {"win"}:
-        verdict, reason = "supported", f"every speedup interval lies above {bar:g}x"
-    else:
-        parts = {"overlap": f"an interval crosses {bar:g}x", "missing": "a case was not measured",
-                 "suspect": "a figure is suspect"}
-        verdict, reason = "inconclusive", "; ".join(parts[s] for s in sorted(states) if s in parts)
+    what = "goal" if test is not experiment["claim"] else "claim"
+    verdict, reason = verdict_of(comparisons, bar_text(test, ceiling_for(run, test["pass"])[0]), what)
     device = run["environment"]["device"]["name"]
     return Verdict(experiment["slug"], device, run["origin"], run["run_id"], verdict, comparisons, reason)
+
+
+def verdict_of(comparisons: list, bar: str, what: str = "claim") -> tuple:
+    """(verdict, reason) from the comparisons of one run; the reason counts the (case, dtype) pairs."""
+    counts = {}
+    for c in comparisons:
+        counts[c.state] = counts.get(c.state, 0) + 1
+    total = len(comparisons)
+    if counts.get("missing", 0) == total:
+        notes = {c.note for c in comparisons}
+        # Results with nothing to judge them by (a run with no ceiling) say so, not "no results".
+        why = notes.pop() if len(notes) == 1 and notes != {NOT_MEASURED} else f"this run has no results for the {what}"
+        return "not run", why
+    if "invalid" in counts:
+        k = counts["invalid"]
+        return "invalid", f"{_of(k, total)} {_verb(k, 'fails', 'fail')} a correctness check, so no timing counts"
+    unclear = [(s, counts[s]) for s in ("overlap", "missing", "suspect") if counts.get(s)]
+    if "loss" in counts:
+        clauses = [f"{_of(counts['loss'], total)} {_verb(counts['loss'], 'lies', 'lie')} wholly below {bar}"]
+        return "rejected", "; ".join(clauses + [f"{k} {_unclear(s, k, bar)}" for s, k in unclear])
+    if counts.get("win", 0) == total:
+        return "supported", f"all {_cases(total)} lie above {bar}" if total > 1 else f"the one case lies above {bar}"
+    (first, k), rest = unclear[0], unclear[1:]
+    clauses = [f"{_of(k, total)} {_unclear(first, k, bar)}"] + [f"{j} {_unclear(s, j, bar)}" for s, j in rest]
+    return "inconclusive", "; ".join(clauses)
+
+
+def _unclear(state: str, k: int, bar: str) -> str:
+    """What k comparisons in a state that keeps a verdict from being clear did, in words."""
+    return {"overlap": _verb(k, f"crosses {bar}", f"cross {bar}"),
+            "missing": _verb(k, "was not measured", "were not measured"),
+            "suspect": _verb(k, "is suspect", "are suspect")}[state]
+
+
+def _verb(k: int, one: str, many: str) -> str:
+    """The verb for k things."""
+    return one if k == 1 else many
+
+
+def _cases(n: int) -> str:
+    """'1 case' or 'n cases'."""
+    return f"{n} {_verb(n, 'case', 'cases')}"
+
+
+def _of(k: int, total: int) -> str:
+    """'k of total cases'."""
+    return f"{k} of {_cases(total)}"
 
 
 def runs_for(experiment: dict, runs: list) -> list:

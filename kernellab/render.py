@@ -72,6 +72,7 @@ def make_env() -> Environment:
     env.filters.update(ms=fmt_ms, gbs=fmt_gbs, pct=fmt_pct, x=fmt_x, bytes=fmt_bytes, slug=slugify,
                        markdown=lambda text: Markup(render_markdown(text)))
     env.globals.update(profiles=PROFILES, how_verdicts=judge.HOW_VERDICTS_ARE_REACHED, ceiling_for=judge.ceiling_for,
+                       how_goals=judge.HOW_GOALS_ARE_REACHED,
                        headline=headline, result_rows=result_rows, kernel_fact_rows=kernel_fact_rows)
     return env
 
@@ -258,7 +259,34 @@ def experiment_view(experiment: dict, runs: list, decisions: list) -> dict:
     # Measured evidence first, imported figures after it.
     groups.sort(key=lambda g: (g["origin"] != "measured", g["device"]))
     linked = [d for d in decisions if any(ref["experiment"] == experiment["slug"] for ref in d["rests_on"])]
-    return {"experiment": experiment, "groups": groups, "decisions": linked}
+    return {"experiment": experiment, "groups": groups, "decisions": linked, "goals": goal_views(experiment, groups)}
+
+
+def goal_views(experiment: dict, groups: list) -> list:
+    """Per goal: its bar in words, and per device group the headline run's verdict and what falls short."""
+    views = []
+    for goal in experiment.get("goals", []):
+        rows = [dict(goal_outcome(judge.judge_test(experiment, goal, g["run"])), group=g) for g in groups]
+        views.append({"goal": goal, "share": judge.is_share_test(goal), "label": goal_label(goal), "rows": rows,
+                      "ceiling": judge.CEILING_NAMES[goal["pass"]]})
+    return views
+
+
+def goal_label(goal: dict) -> str:
+    """A goal's bar in a few words, for the index: "≥ 90% of copy", "≥ 1× torch-compile"."""
+    if judge.is_share_test(goal):
+        return f"\u2265 {judge.bar_text(goal)}"
+    return f"\u2265 {goal['min_speedup']:g}\u00d7 {goal['baseline']}"
+
+
+def goal_outcome(verdict) -> dict:
+    """A goal's verdict on one run, its comparisons sorted by outcome: the failures are listed, the wins counted."""
+    by_state = {}
+    for c in verdict.comparisons:
+        by_state.setdefault(c.state, []).append(c)
+    return {"verdict": verdict, "below": by_state.get("loss", []), "crossing": by_state.get("overlap", []),
+            "unjudged": [c for c in verdict.comparisons if c.state in ("invalid", "missing", "suspect")],
+            "n_clear": len(by_state.get("win", [])), "total": len(verdict.comparisons)}
 
 
 def add_history(view: dict, runs_by_id: dict) -> list:

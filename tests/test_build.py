@@ -237,6 +237,8 @@ def test_committed_runs_build_and_check(tmp_path):
     forward = (tmp_path / "public" / "experiments" / "softmax-bandwidth-sweep.html").read_text()
     assert "share of two-reads-one-write bandwidth" in backward and "share of copy bandwidth" not in backward
     assert "share of copy bandwidth" in forward and "two-reads-one-write" not in forward
+    # issue 3's goals are shown in the verdict section, beside the claim, whatever they come to
+    assert 'id="h-goal-2"' in forward.split('id="h-boundary"')[0] and 'id="h-goal-1"' in backward
     legends = [p.read_text() for p in (tmp_path / "public" / "experiments" / "backward-pass").glob("*-bandwidth-*.svg")]
     assert legends and all("two-reads-one-write ceiling" in svg and "copy ceiling" not in svg for svg in legends)
 
