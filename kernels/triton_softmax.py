@@ -1968,14 +1968,20 @@ def _tile_stream_layout(y, x, vectors_per_thread, num_warps, programs_per_sm, se
     tile_rows = 32 * num_warps * vectors_per_thread
     line = _line_bases(vec, tile_rows * vec, x, y)
     n_programs = programs_per_sm * _sm_count(x.device)
-    cuts = []
-    for size in (segment_bytes, shorter_segment_bytes) if shorter_segment_bytes else (segment_bytes,):
-        size = _few_rows_segment(size, n_rows, n_cols * x.element_size(), n_programs)
-        cuts.append(_stream_segments(n_cols, x.element_size(), tile_rows * vec, size, align, vec, line))
-    n_blocks = _row_blocks(n_cols, tile_rows * vec, align, vec, line)
-    fills = [_grid_fill(n_rows, n_blocks, *cut, n_programs) for cut in cuts]
-    n_segments, blocks_per_segment = cuts[-1] if fills[-1] >= SHORTER_SEGMENT_GAIN * fills[0] else cuts[0]
-    return vec, tile_rows, line, n_segments, blocks_per_segment
+
+    def cut(size):
+        return _stream_segments(n_cols, x.element_size(), tile_rows * vec,
+                                _few_rows_segment(size, n_rows, n_cols * x.element_size(), n_programs), align, vec,
+                                line)
+
+    segments = cut(segment_bytes)
+    if shorter_segment_bytes:
+        shorter = cut(shorter_segment_bytes)
+        n_blocks = _row_blocks(n_cols, tile_rows * vec, align, vec, line)
+        if (_grid_fill(n_rows, n_blocks, *shorter, n_programs)
+                >= SHORTER_SEGMENT_GAIN * _grid_fill(n_rows, n_blocks, *segments, n_programs)):
+            segments = shorter
+    return vec, tile_rows, line, *segments
 
 
 def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, segment_bytes, align, unroll=1,
