@@ -330,11 +330,39 @@ def even_rows(out: list) -> None:
     ab_trials("even rows", variant, shapes, out, trials=3)
 
 
+def l2_head_forward(segment_blocks: int, l1_blocks: int):
+    """Tile-stream in segments of segment_blocks 32 KB tiles whose tiles before the last l1_blocks are read around L1
+    (.cg) in both passes (round 81), the table's other settings for the element size."""
+    def run(x):
+        y = torch.empty_like(x)
+        align = sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0))
+        two_byte = x.element_size() == 2
+        sm._forward_tile_stream(y, x, 2, 32, 1, segment_blocks * 32768, align, log2=two_byte,
+                                one_warp_from=2 if two_byte else 0, l1_blocks=l1_blocks)
+        return y
+    return run
+
+
+L2_HEAD_CASES = {(1048576, "float32"): [(11, 7), (12, 7), (11, 6)], (524288, "float32"): [(11, 7), (11, 6)],
+                 (262144, "float32"): [(11, 7), (8, 7)], (1048576, "float16"): [(11, 7), (11, 6), (13, 7)],
+                 (262144, "float16"): [(8, 7), (8, 6)], (262144, "bfloat16"): [(8, 7)],
+                 (131072, "float16"): [(8, 7)], (65536, "float32"): [(8, 7)], (777777, "float16"): [(12, 7)]}
+
+
+def l2_head(out: list) -> None:
+    """Round 81: segments longer than L1 holds, their head read around L1 (.cg) in both passes so that it evicts
+    none of the rest, against the table; (segment tiles, tiles L1 keeps) per shape."""
+    for shape, configs in L2_HEAD_CASES.items():
+        for blocks, l1_blocks in configs:
+            ab_trials(f"segments of {blocks} tiles, the last {l1_blocks} in L1", l2_head_forward(blocks, l1_blocks),
+                      [shape], out, trials=3)
+
+
 PROBES = {probe.__name__: probe for probe in (segment_rule, segment_rule_sweep, prefetch_again, wait_prefetch_two_byte,
                                               segment_rule_with_wait, backward_wait_prefetch, fp32_polling,
                                               write_pairs_again, against_compile,
                                               retune_waits, reload_rows, one_warp_few_segments,
-                                              one_warp_whole_vectors, even_rows)}
+                                              one_warp_whole_vectors, even_rows, l2_head)}
 
 
 if __name__ == "__main__":
