@@ -351,7 +351,8 @@ L2_HEAD_CASES = {(1048576, "float32"): [(11, 7), (12, 7), (11, 6)], (524288, "fl
 
 def l2_head(out: list) -> None:
     """Round 81: segments longer than L1 holds, their head read around L1 (.cg) in both passes so that it evicts
-    none of the rest, against the table; (segment tiles, tiles L1 keeps) per shape."""
+    none of the rest, against the table; (segment tiles, tiles L1 keeps) per shape. Runs at commit dca20bb, whose
+    kernel takes L1_BLOCKS (removed after the round: not adopted)."""
     for shape, configs in L2_HEAD_CASES.items():
         for blocks, l1_blocks in configs:
             ab_trials(f"segments of {blocks} tiles, the last {l1_blocks} in L1", l2_head_forward(blocks, l1_blocks),
