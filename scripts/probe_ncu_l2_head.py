@@ -15,11 +15,12 @@ from probe_trials import l2_head_forward  # noqa: E402
 from probe_long_rows import sm  # noqa: E402
 
 CASES = [(512, 262144, torch.float16, 8, 7), (512, 262144, torch.float32, 8, 7), (512, 262144, torch.float32, 11, 7)]
+PRIORITY = "priority" in sys.argv[1:]  # round 82: only the heads prefetched with L2's evict-last priority
 
 for m, n, dtype, blocks, l1_blocks in CASES:
     x = (torch.randn(m, n, device="cuda") * 2).to(dtype)
     print(m, n, dtype, x.numel() * x.element_size() / 1e9, "GB each way: the table, then", blocks, "tiles with",
           l1_blocks, "in L1", flush=True)
     sm.softmax_forward(x)
-    l2_head_forward(blocks, l1_blocks)(x)
+    l2_head_forward(blocks, l1_blocks, head_priority=PRIORITY)(x)
     torch.cuda.synchronize()

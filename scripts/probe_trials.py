@@ -330,15 +330,17 @@ def even_rows(out: list) -> None:
     ab_trials("even rows", variant, shapes, out, trials=3)
 
 
-def l2_head_forward(segment_blocks: int, l1_blocks: int):
+def l2_head_forward(segment_blocks: int, l1_blocks: int, head_priority: bool = False):
     """Tile-stream in segments of segment_blocks 32 KB tiles whose tiles before the last l1_blocks are read around L1
-    (.cg) in both passes (round 81), the table's other settings for the element size."""
+    (.cg) in both passes (round 81), the table's other settings for the element size; head_priority (round 82, at the
+    commit that has it): only the head's lines are prefetched with L2's evict-last priority."""
     def run(x):
         y = torch.empty_like(x)
         align = sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0))
         two_byte = x.element_size() == 2
         sm._forward_tile_stream(y, x, 2, 32, 1, segment_blocks * 32768, align, log2=two_byte,
-                                one_warp_from=2 if two_byte else 0, l1_blocks=l1_blocks)
+                                one_warp_from=2 if two_byte else 0, l1_blocks=l1_blocks,
+                                **({"head_priority": True} if head_priority else {}))
         return y
     return run
 
@@ -359,11 +361,23 @@ def l2_head(out: list) -> None:
                       [shape], out, trials=3)
 
 
+def l2_head_priority(out: list) -> None:
+    """Round 82: round 81's heads came back from DRAM (ncu). Every input line was prefetched with L2's evict-last
+    priority, the heads' too, so they had none over the rest: here only the heads' lines are, the rest prefetched
+    with the normal priority. Against the table, at round 81's least-losing cuts."""
+    for shape, (blocks, l1_blocks) in {(262144, "float16"): (8, 7), (262144, "bfloat16"): (8, 7),
+                                       (262144, "float32"): (8, 7), (131072, "float16"): (8, 7),
+                                       (1048576, "float32"): (11, 6), (1048576, "float16"): (11, 6)}.items():
+        ab_trials(f"segments of {blocks} tiles, the last {l1_blocks} in L1, heads kept in L2",
+                  l2_head_forward(blocks, l1_blocks, head_priority=True), [shape], out, trials=3)
+
+
 PROBES = {probe.__name__: probe for probe in (segment_rule, segment_rule_sweep, prefetch_again, wait_prefetch_two_byte,
                                               segment_rule_with_wait, backward_wait_prefetch, fp32_polling,
                                               write_pairs_again, against_compile,
                                               retune_waits, reload_rows, one_warp_few_segments,
-                                              one_warp_whole_vectors, even_rows, l2_head)}
+                                              one_warp_whole_vectors, even_rows, l2_head,
+                                              l2_head_priority)}
 
 
 if __name__ == "__main__":
