@@ -89,15 +89,10 @@ def _guard_scale(natural):
 
 
 @triton.jit
-def _prefetch_l2(ptrs, EVICT_LAST: tl.constexpr = True):
-    """Ask L2 for the lines holding ptrs: a hint that holds no register (CUDA only; not under the interpreter).
-    EVICT_LAST: with L2's evict-last priority, else its normal one."""
-    if EVICT_LAST:
-        tl.inline_asm_elementwise("prefetch.global.L2::evict_last [$1];\n\tmov.u32 $0, 0;", "=r,l", [ptrs],
-                                  dtype=tl.int32, is_pure=False, pack=1)
-    else:
-        tl.inline_asm_elementwise("prefetch.global.L2 [$1];\n\tmov.u32 $0, 0;", "=r,l", [ptrs],
-                                  dtype=tl.int32, is_pure=False, pack=1)
+def _prefetch_l2(ptrs):
+    """Ask L2 for the lines holding ptrs: a hint that holds no register (CUDA only; not under the interpreter)."""
+    tl.inline_asm_elementwise("prefetch.global.L2::evict_last [$1];\n\tmov.u32 $0, 0;", "=r,l", [ptrs],
+                              dtype=tl.int32, is_pure=False, pack=1)
 
 
 @triton.jit
@@ -900,50 +895,23 @@ def _write_vector(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, s
 
 
 @triton.jit
-def _l2_head_end(lo, hi, first_block, end_block, L1_BLOCKS: tl.constexpr):
-    """The end of a segment's head, the inner tiles [lo, end) read around L1 (.cg) because the segment's last
-    L1_BLOCKS tiles fill what L1 holds (0: no head, end = lo)."""
-    if L1_BLOCKS > 0:
-        return tl.minimum(tl.maximum(end_block - L1_BLOCKS, lo), hi)
-    return lo
-
-
-@triton.jit
-def _max_sum_tiles(input_ptr, in_base, lo, hi, prefetch_end, vec_max, vec_sum, TILE_ROWS: tl.constexpr,
-                   VEC: tl.constexpr, UNROLL: tl.constexpr, LOG2: tl.constexpr, PREFETCH: tl.constexpr,
-                   LOAD_CACHE: tl.constexpr, LOAD_EVICT: tl.constexpr, PREFETCH_EVICT_LAST: tl.constexpr = True):
-    """The running (max, sum) per vector over the inner tiles [lo, hi), loaded with these hints; PREFETCH > 0: each
-    step asks L2 for the tile PREFETCH steps ahead, below prefetch_end (with evict-last priority, or normal)."""
-    tile = tl.arange(0, TILE_ROWS)[:, None] * VEC + tl.arange(0, VEC)[None, :]
-    for block in tl.range(lo, hi, loop_unroll_factor=UNROLL):
-        if PREFETCH > 0:  # one address per 16-byte vector, as the loads: a coarser stride asks for lines twice
-            _prefetch_l2(input_ptr + in_base + tl.minimum(block + PREFETCH, prefetch_end - 1) * (TILE_ROWS * VEC)
-                         + tl.arange(0, TILE_ROWS) * VEC, PREFETCH_EVICT_LAST)
-        x = tl.load(input_ptr + in_base + block * (TILE_ROWS * VEC) + tile, cache_modifier=LOAD_CACHE,
-                    eviction_policy=LOAD_EVICT)
-        vec_max, vec_sum = _vector_online(vec_max, vec_sum, x.to(tl.float32), LOG2)
-    return vec_max, vec_sum
-
-
-@triton.jit
 def _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, first_block, end_block,
                           TILE_ROWS: tl.constexpr, VEC: tl.constexpr, UNROLL: tl.constexpr,
-                          LOG2: tl.constexpr = False, PREFETCH: tl.constexpr = 0, VECTOR_EDGES: tl.constexpr = False,
-                          L1_BLOCKS: tl.constexpr = 0, HEAD_PRIORITY: tl.constexpr = False):
+                          LOG2: tl.constexpr = False, PREFETCH: tl.constexpr = 0, VECTOR_EDGES: tl.constexpr = False):
     """(max, sum of exp(x - max)) over tiles [first_block, end_block) of one row; (-inf, 0) if empty.
     With LOG2 the max is scaled by log2(e) (see LOG2E). PREFETCH > 0: each step asks L2 for the tile
-    PREFETCH steps ahead (see TILE_STREAM_PREFETCH). VECTOR_EDGES: see _load_edge. L1_BLOCKS: see _l2_head_end."""
+    PREFETCH steps ahead (see TILE_STREAM_PREFETCH). VECTOR_EDGES: see _load_edge."""
+    tile = tl.arange(0, TILE_ROWS)[:, None] * VEC + tl.arange(0, VEC)[None, :]
     vec_max = tl.full([TILE_ROWS], float("-inf"), tl.float32)
     vec_sum = tl.zeros([TILE_ROWS], tl.float32)
     lo = tl.maximum(first_block, 1)
     hi = tl.minimum(end_block, n_blocks - 1)
-    split = _l2_head_end(lo, hi, first_block, end_block, L1_BLOCKS)
-    if L1_BLOCKS > 0:  # the segment's head, past what L1 holds: read around L1, so it evicts none of the rest
-        vec_max, vec_sum = _max_sum_tiles(input_ptr, in_base, lo, split, hi, vec_max, vec_sum, TILE_ROWS, VEC, UNROLL,
-                                          LOG2, PREFETCH, ".cg", "")
-    # with a head, only the head's lines ask L2 to keep them (evict-last) until pass 2 reads them again
-    vec_max, vec_sum = _max_sum_tiles(input_ptr, in_base, split, hi, hi, vec_max, vec_sum, TILE_ROWS, VEC, UNROLL,
-                                      LOG2, PREFETCH, "", "evict_last", L1_BLOCKS == 0 or not HEAD_PRIORITY)
+    for block in tl.range(lo, hi, loop_unroll_factor=UNROLL):
+        if PREFETCH > 0:  # one address per 16-byte vector, as the loads: a coarser stride asks for lines twice
+            _prefetch_l2(input_ptr + in_base + tl.minimum(block + PREFETCH, hi - 1) * (TILE_ROWS * VEC)
+                         + tl.arange(0, TILE_ROWS) * VEC)
+        x = tl.load(input_ptr + in_base + block * (TILE_ROWS * VEC) + tile, eviction_policy="evict_last")
+        vec_max, vec_sum = _vector_online(vec_max, vec_sum, x.to(tl.float32), LOG2)
     # the row's first and last tiles, masked: they may hang over the row's ends. (Handled before
     # the loop instead, the H200 sweep of commit 7b27c32 ran 8-11% slower: notes/kernels.md, round 7.)
     if first_block == 0:
@@ -984,17 +952,24 @@ def _tile_row_edges_write(output_ptr, input_ptr, out_base, in_base, first_col, n
 
 
 @triton.jit
-def _write_tiles(output_ptr, input_ptr, out_base, in_base, lo, hi, row_max, inv_row_sum, TILE_ROWS: tl.constexpr,
-                 VEC: tl.constexpr, UNROLL: tl.constexpr, LOG2: tl.constexpr, scale, WRITE_PAIRS: tl.constexpr,
-                 LOAD_CACHE: tl.constexpr, LOAD_EVICT: tl.constexpr):
-    """The write of the inner tiles [lo, hi), last to first, read with these hints (WRITE_PAIRS: two at a time)."""
+def _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, first_block,
+                        end_block, row_max, inv_row_sum, TILE_ROWS: tl.constexpr, VEC: tl.constexpr,
+                        UNROLL: tl.constexpr, LOG2: tl.constexpr = False, scale=LOG2E,
+                        VECTOR_EDGES: tl.constexpr = False, EDGE_BATCH: tl.constexpr = False,
+                        WRITE_PAIRS: tl.constexpr = False):
+    """y = exp(x - row_max) * inv_row_sum over tiles [first_block, end_block), interior last to first
+    (with LOG2, row_max is scaled by `scale`: see LOG2E and _guard_scale). With VECTOR_EDGES the edge tiles store
+    whole vectors, and the at most two vectors that straddle the row's ends element by element. EDGE_BATCH: the
+    segment is a whole row of two tiles or more, whose edges are written by _tile_row_edges_write. WRITE_PAIRS: the
+    inner tiles are read two at a time before either is stored (see TILE_WRITE_PAIRS)."""
     tile = tl.arange(0, TILE_ROWS)[:, None] * VEC + tl.arange(0, VEC)[None, :]
+    lo = tl.maximum(first_block, 1)
+    hi = tl.minimum(end_block, n_blocks - 1)
     if WRITE_PAIRS:
         for k in tl.range(0, (hi - lo) // 2, loop_unroll_factor=max(1, UNROLL // 2)):
             offsets = (hi - 1 - 2 * k) * (TILE_ROWS * VEC) + tile
-            x = tl.load(input_ptr + in_base + offsets, cache_modifier=LOAD_CACHE, eviction_policy=LOAD_EVICT)
-            x_next = tl.load(input_ptr + in_base + offsets - TILE_ROWS * VEC, cache_modifier=LOAD_CACHE,
-                             eviction_policy=LOAD_EVICT)
+            x = tl.load(input_ptr + in_base + offsets, eviction_policy="evict_first")
+            x_next = tl.load(input_ptr + in_base + offsets - TILE_ROWS * VEC, eviction_policy="evict_first")
             tl.store(output_ptr + out_base + offsets,
                      _normalized(x.to(tl.float32), row_max, inv_row_sum, LOG2, scale).to(output_ptr.dtype.element_ty),
                      cache_modifier=".cs")
@@ -1004,32 +979,9 @@ def _write_tiles(output_ptr, input_ptr, out_base, in_base, lo, hi, row_max, inv_
     paired = (hi - lo) // 2 * 2 if WRITE_PAIRS else 0  # the last inner tile of an odd count is left for this loop
     for k in tl.range(paired, hi - lo, loop_unroll_factor=1 if WRITE_PAIRS else UNROLL):
         offsets = (hi - 1 - k) * (TILE_ROWS * VEC) + tile
-        x = tl.load(input_ptr + in_base + offsets, cache_modifier=LOAD_CACHE, eviction_policy=LOAD_EVICT).to(
-            tl.float32)
+        x = tl.load(input_ptr + in_base + offsets, eviction_policy="evict_first").to(tl.float32)
         y = _normalized(x, row_max, inv_row_sum, LOG2, scale)
         tl.store(output_ptr + out_base + offsets, y.to(output_ptr.dtype.element_ty), cache_modifier=".cs")
-
-
-@triton.jit
-def _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, first_block,
-                        end_block, row_max, inv_row_sum, TILE_ROWS: tl.constexpr, VEC: tl.constexpr,
-                        UNROLL: tl.constexpr, LOG2: tl.constexpr = False, scale=LOG2E,
-                        VECTOR_EDGES: tl.constexpr = False, EDGE_BATCH: tl.constexpr = False,
-                        WRITE_PAIRS: tl.constexpr = False, L1_BLOCKS: tl.constexpr = 0):
-    """y = exp(x - row_max) * inv_row_sum over tiles [first_block, end_block), interior last to first
-    (with LOG2, row_max is scaled by `scale`: see LOG2E and _guard_scale). With VECTOR_EDGES the edge tiles store
-    whole vectors, and the at most two vectors that straddle the row's ends element by element. EDGE_BATCH: the
-    segment is a whole row of two tiles or more, whose edges are written by _tile_row_edges_write. WRITE_PAIRS: the
-    inner tiles are read two at a time before either is stored (see TILE_WRITE_PAIRS). L1_BLOCKS: the segment's
-    head (see _l2_head_end) is written first, read again around L1."""
-    lo = tl.maximum(first_block, 1)
-    hi = tl.minimum(end_block, n_blocks - 1)
-    split = _l2_head_end(lo, hi, first_block, end_block, L1_BLOCKS)
-    if L1_BLOCKS > 0:
-        _write_tiles(output_ptr, input_ptr, out_base, in_base, lo, split, row_max, inv_row_sum, TILE_ROWS, VEC,
-                     UNROLL, LOG2, scale, WRITE_PAIRS, ".cg", "")
-    _write_tiles(output_ptr, input_ptr, out_base, in_base, split, hi, row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL,
-                 LOG2, scale, WRITE_PAIRS, "", "evict_first")
     if EDGE_BATCH:
         _tile_row_edges_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, row_max,
                               inv_row_sum, TILE_ROWS, VEC, LOG2, scale, VECTOR_EDGES)
@@ -1099,11 +1051,9 @@ def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, 
                             UNROLL: tl.constexpr, LOG2: tl.constexpr = False, GUARD: tl.constexpr = False,
                             PREFETCH: tl.constexpr = 0, LINE: tl.constexpr = False, POLL_SLEEP: tl.constexpr = 0,
                             WAIT_PREFETCH: tl.constexpr = 0, VECTOR_EDGES: tl.constexpr = False,
-                            WRITE_PAIRS: tl.constexpr = False, L1_BLOCKS: tl.constexpr = 0,
-                            HEAD_PRIORITY: tl.constexpr = False):
+                            WRITE_PAIRS: tl.constexpr = False):
     """The stream kernel on the tile kernel's register diet: [TILE_ROWS, VEC] tiles with one running
-    (max, sum) per vector, plain loads (no shared-memory stages), so many warps fit an SM. L1_BLOCKS > 0: a
-    segment's tiles before its last L1_BLOCKS are read around L1, in both passes (see _l2_head_end)."""
+    (max, sum) per vector, plain loads (no shared-memory stages), so many warps fit an SM."""
     n_cols = n_cols // ALIGN * ALIGN
     input_row_stride = input_row_stride // ALIGN * ALIGN
     output_row_stride = output_row_stride // ALIGN * ALIGN
@@ -1113,7 +1063,7 @@ def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, 
             LINE)
         segment_max, segment_sum = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks,
                                                          first_block, end_block, TILE_ROWS, VEC, UNROLL, LOG2,
-                                                         PREFETCH, VECTOR_EDGES, L1_BLOCKS, HEAD_PRIORITY)
+                                                         PREFETCH, VECTOR_EDGES)
         if SEGMENTS_BLOCK == 1:
             row_max = segment_max
             # times exp(0) = 1, or exp(-inf - -inf) = NaN for a fully -inf row (as torch gives), in either domain
@@ -1138,7 +1088,7 @@ def _tile_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, 
             scale = _guard_scale(natural)
         _tile_segment_write(output_ptr, input_ptr, out_base, in_base, first_col, n_cols, n_blocks, first_block,
                             end_block, row_max, inv_row_sum, TILE_ROWS, VEC, UNROLL, LOG2, scale, VECTOR_EDGES,
-                            WRITE_PAIRS=WRITE_PAIRS, L1_BLOCKS=L1_BLOCKS)
+                            WRITE_PAIRS=WRITE_PAIRS)
 
 
 @triton.jit
@@ -2036,7 +1986,7 @@ def _tile_stream_layout(y, x, vectors_per_thread, num_warps, programs_per_sm, se
 
 def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, segment_bytes, align, unroll=1,
                          log2=False, wait_prefetch=None, one_warp_from=0, kernel=None, vector_edges=None,
-                         shorter_segment_bytes=0, l1_blocks=0, head_priority=False):
+                         shorter_segment_bytes=0):
     """Launch the tile-stream forward (or a probe's copy of its kernel) on a persistent grid of (row, segment)
     items."""
     kernel = kernel or _tile_stream_fwd_kernel
@@ -2050,8 +2000,7 @@ def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, s
                   PREFETCH=_l2_prefetch_steps(x), LINE=line, **_slot_polling(x, n_segments, num_warps, one_warp_from),
                   WAIT_PREFETCH=_wait_prefetch_blocks(x, n_segments, wait_prefetch),
                   VECTOR_EDGES=_vector_edges(align, vec, vector_edges),
-                  WRITE_PAIRS=_write_pairs(TILE_WRITE_PAIRS, n_cols, x.element_size()), L1_BLOCKS=l1_blocks,
-                  HEAD_PRIORITY=head_priority,
+                  WRITE_PAIRS=_write_pairs(TILE_WRITE_PAIRS, n_cols, x.element_size()),
                   num_warps=num_warps, maxnreg=maxnreg)
     n_programs = _persistent_programs(kernel, args, kwargs, n_rows * n_segments, n_segments, programs_per_sm,
                                       x.device)
