@@ -1,6 +1,6 @@
 """Probe helper (round 81): the table's tile-stream forward, then round 81's longer segments with their head read
 around L1, one launch each per case, for ncu: do the heads come back from DRAM in pass 2 (DRAM reads over 1.0x of
-the input)? Runs at commit dca20bb, whose kernel takes L1_BLOCKS.
+the input)? Runs at commit dca20bb, whose kernel takes L1_BLOCKS; with `priority` (round 82) at c3a4cc0.
 
     ncu --kernel-name regex:_tile_stream_fwd_kernel --metrics dram__bytes_read.sum,dram__bytes_write.sum,\
 lts__t_sector_hit_rate.pct,gpu__time_duration.sum python scripts/probe_ncu_l2_head.py

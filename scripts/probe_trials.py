@@ -364,7 +364,8 @@ def l2_head(out: list) -> None:
 def l2_head_priority(out: list) -> None:
     """Round 82: round 81's heads came back from DRAM (ncu). Every input line was prefetched with L2's evict-last
     priority, the heads' too, so they had none over the rest: here only the heads' lines are, the rest prefetched
-    with the normal priority. Against the table, at round 81's least-losing cuts."""
+    with the normal priority. Against the table, at round 81's least-losing cuts. Runs at commit c3a4cc0, whose
+    kernel takes HEAD_PRIORITY (removed after the round: not adopted)."""
     for shape, (blocks, l1_blocks) in {(262144, "float16"): (8, 7), (262144, "bfloat16"): (8, 7),
                                        (262144, "float32"): (8, 7), (131072, "float16"): (8, 7),
                                        (1048576, "float32"): (11, 6), (1048576, "float16"): (11, 6)}.items():
