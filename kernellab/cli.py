@@ -14,7 +14,7 @@ from kernellab.artifacts import write_artifact
 from kernellab.compare import compare_runs, find_run
 from kernellab.content import DTYPES, load_content
 from kernellab.errors import BuildError
-from kernellab.render import early_plots, render_files
+from kernellab.render import early_plots, goal_label, render_files
 from kernellab.site import SiteWriter
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,6 +92,7 @@ def check_summary(content, problems: list, base: tuple = None) -> str:
             label = device + (" (imported)" if origin == "imported" else "")
             lines.append(f"| {slug} | {label} | {v.verdict} | {v.run_id} |")
     lines.append("")
+    lines += goal_summary(content)
     if base:
         ref, before = base
         changes = verdict_changes(before, verdicts)
@@ -108,6 +109,23 @@ def check_summary(content, problems: list, base: tuple = None) -> str:
     else:
         lines.append("Every proposed or accepted decision is supported by the current evidence.")
     return "\n".join(lines)
+
+
+def goal_summary(content) -> list:
+    """Markdown lines: each goal's verdict on the latest run per device, or none without goals. Goals fail no check."""
+    rows = []
+    for slug, experiment in content.experiments.items():
+        for (device, origin), run in judge.headline_runs(experiment, content.runs).items():
+            label = device + (" (imported)" if origin == "imported" else "")
+            for i, v in enumerate(judge.judge_goals(experiment, run), 1):
+                rows.append((slug, i, goal_label(experiment["goals"][i - 1]), label, v))
+    if not rows:
+        return []
+    rows.sort(key=lambda row: row[:2])  # goal by goal within an experiment, each over its devices
+    lines = ["### Goals (a missed goal fails no check)", "",
+             "| Experiment | Goal | Device | Verdict | Run |", "|---|---|---|---|---|"]
+    lines += [f"| {slug} | {i}: {text} | {device} | {v.verdict} | {v.run_id} |" for slug, i, text, device, v in rows]
+    return lines + [""]
 
 
 def relative(path, root: Path) -> str:

@@ -24,6 +24,7 @@ STYLE = {
 }
 GRID = {"color": "#b0b0b0", "linewidth": 0.8, "alpha": 0.3}
 BAR = {"color": "#444444", "linestyle": "--", "linewidth": 1}  # a claim's bar, a copy ceiling
+GOAL = {"color": "#888888", "linestyle": ":", "linewidth": 1}  # a share goal: quieter than the ceiling it is a share of
 MEDIAN_COLOUR = "#ff7f0e"  # matplotlib's own box plots draw medians in this orange
 TICK, TICK_PAD, LABEL_PAD, TITLE_PAD = 3.5, 3.5, 4.0, 6.0  # points, as matplotlib spaces an axes
 LEGEND_FONTSIZE = 7
@@ -378,26 +379,34 @@ def _rc(key: str):
     return matplotlib.rcParams[key]
 
 
-def bandwidth_vs_n(series: dict, ceiling_gbs, title: str, ceiling: str = "copy") -> bytes:
-    """GB/s against row length N, one line per profile, the ceiling (named by `ceiling`) as a dashed line.
+def bandwidth_vs_n(series: dict, ceiling_gbs, title: str, ceiling: str = "copy", goals: tuple = ()) -> bytes:
+    """GB/s against row length N, one line per profile, the ceiling (named by `ceiling`) as a dashed line
+    and each share goal as a dotted one.
 
-    series: {profile: [(n_cols, gbs), ...]}
+    series: {profile: [(n_cols, gbs), ...]}; goals: ((bar in words, GB/s), ...), e.g. ("90% of copy", 2702.0)
     """
     ns = [p[0] for points in series.values() for p in points]
     log_low, log_high = padded([math.log2(n) for n in ns])
     top = max([p[1] for points in series.values() for p in points] + [ceiling_gbs or 0]) * (1 + MARGIN) or 1
     with _style():
-        chart = Chart((7, 3.6), (0.09, 0.13, 0.64, 0.92), (2 ** log_low, 2 ** log_high), (0, top), log2_x=True)
-        entries = []
-        for i, (profile, points) in enumerate(series.items()):
-            points = sorted(points)
-            style = {"color": PALETTE[i % len(PALETTE)], "linestyle": ("-", "--")[i // len(PALETTE) % 2]}
-            chart.line([p[0] for p in points], [p[1] for p in points], marker="o", markersize=3, **style)
-            entries.append((profile, style["color"], style["linestyle"], 1.5))
+        styles = [{"color": PALETTE[i % len(PALETTE)], "linestyle": ("-", "--")[i // len(PALETTE) % 2]}
+                  for i in range(len(series))]
+        entries = [(profile, style["color"], style["linestyle"], 1.5) for profile, style in zip(series, styles)]
+        lines = []  # (y, style) of the horizontal lines, in the order of their legend entries
         if ceiling_gbs:
-            chart.hline(ceiling_gbs, **BAR)
+            lines.append((ceiling_gbs, BAR))
             entries.append((f"{ceiling} ceiling {ceiling_gbs:,.0f} GB/s", BAR["color"], BAR["linestyle"],
                             BAR["linewidth"]))
+        for bar, gbs in goals:
+            lines.append((gbs, GOAL))
+            entries.append((f"goal: {bar} ({gbs:,.0f} GB/s)", GOAL["color"], GOAL["linestyle"], GOAL["linewidth"]))
+        area = legend_room((0.09, 0.13, 0.64, 0.92), 7, [e[0] for e in entries])
+        chart = Chart((7, 3.6), area, (2 ** log_low, 2 ** log_high), (0, top), log2_x=True)
+        for points, style in zip(series.values(), styles):
+            points = sorted(points)
+            chart.line([p[0] for p in points], [p[1] for p in points], marker="o", markersize=3, **style)
+        for y, style in lines:
+            chart.hline(y, **style)
         xs = log2_ticks(2 ** log_low, 2 ** log_high)
         chart.axis("x", xs, [_size_label(n) for n in xs], title="row length N (columns)")
         ys = value_ticks(0, top)
@@ -405,6 +414,28 @@ def bandwidth_vs_n(series: dict, ceiling_gbs, title: str, ceiling: str = "copy")
         chart.title(title)
         chart.legend(entries)
         return chart.svg()
+
+
+LEGEND_SLACK = 1.1  # a viewer without DejaVu Sans may draw the legend in a wider font (Verdana)
+LEGEND_EDGE = 4.0  # points kept clear between the longest legend label and the figure's edge
+
+
+def legend_room(area: tuple, width: float, labels: list) -> tuple:
+    """The area, its right edge moved left where needed so that Chart.legend's labels end inside the figure."""
+    left, bottom, right, top = area
+    size = LEGEND_FONTSIZE
+    longest = max((_legend_text_width(label, size) for label in labels), default=0)
+    # Chart.legend puts a label's start 72 * width * (1.01 * right - 0.01 * left) + 3.2 * size points in.
+    room = 1 - (3.2 * size + LEGEND_SLACK * longest + LEGEND_EDGE) / (72 * width)
+    return left, bottom, min(right, (room + 0.01 * left) / 1.01), top
+
+
+def _legend_text_width(label: str, size: float) -> float:
+    """How wide matplotlib lays out a label in the plots' font, in points."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import text_to_path
+
+    return text_to_path.get_text_width_height_descent(label, FontProperties(size=size), ismath=False)[0]
 
 
 def _verdict_colour(low: float, high: float, bar: float) -> str:

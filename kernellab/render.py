@@ -162,6 +162,7 @@ def run_plots(experiment: dict, run: dict, label: str, anchor: str) -> list:
         ceiling_name, ceiling = judge.ceiling_for(run, experiment["claim"]["pass"])
         ceiling_gbs = (ceiling or {}).get("gbs")
         short_name = ceiling_name.removesuffix(" bandwidth")  # "copy", "two-reads-one-write"
+        goals = plotted_goals(experiment, ceiling_name, ceiling_gbs)
         for dtype in experiment["dtypes"]:
             table = bandwidth_table(experiment, run, dtype)
             if not table:
@@ -169,12 +170,13 @@ def run_plots(experiment: dict, run: dict, label: str, anchor: str) -> list:
             ns = sorted({p[0] for points in table.values() for p in points})
             out.append({
                 "kind": "bandwidth", "dtype": dtype, "table": table, "rows": bandwidth_rows(table, ns),
-                "ceiling_gbs": ceiling_gbs, "ceiling_name": ceiling_name,
+                "ceiling_gbs": ceiling_gbs, "ceiling_name": ceiling_name, "goals": goals,
                 "path": f"experiments/{slug}/{anchor}-bandwidth-{dtype}.svg",
                 "job": (plots.bandwidth_vs_n, ({p: [(n, g) for n, g, _ in pts] for p, pts in table.items()},
-                                               ceiling_gbs, f"{label}, {dtype}", short_name)),
+                                               ceiling_gbs, f"{label}, {dtype}", short_name, goals)),
                 "alt": f"Line plot of GB/s against row length N for each profile in {dtype} on {label}, "
-                       f"with the {short_name} ceiling as a dashed line; the numbers are in the table beside it.",
+                       f"with the {short_name} ceiling as a dashed line{goal_words(goals)}; "
+                       "the numbers are in the table beside it.",
                 "caption": f"Throughput against row length, {dtype}",
             })
     groups = [(f"{r['profile']} {r['dtype']}", r["timing"]["samples_ms"]) for r in run["results"]
@@ -187,6 +189,26 @@ def run_plots(experiment: dict, run: dict, label: str, anchor: str) -> list:
             "caption": "Latency distribution from the timing samples",
         })
     return out
+
+
+def plotted_goals(experiment: dict, ceiling_name: str, ceiling_gbs) -> tuple:
+    """((bar in words, GB/s), ...) of the share goals of the bandwidth plot's pass, against its ceiling.
+
+    A tuple of tuples: it is part of a plot's arguments, which key the plot cache by their repr.
+    """
+    if not ceiling_gbs:  # no ceiling measured (imported figures): no line to take a share of
+        return ()
+    goals = [g for g in experiment.get("goals", [])
+             if judge.is_share_test(g) and g["pass"] == experiment["claim"]["pass"]]
+    return tuple((judge.bar_text(g, ceiling_name), g["min_share"] * ceiling_gbs) for g in goals)
+
+
+def goal_words(goals: tuple) -> str:
+    """The plotted goals for a plot's alt text: " and the goal (90% of copy) as a dotted line", or ""."""
+    if not goals:
+        return ""
+    bars = ", ".join(bar for bar, _ in goals)
+    return f" and the goal ({bars}) as a dotted line" if len(goals) == 1 else f" and the goals ({bars}) as dotted lines"
 
 
 def speedup_plot(experiment: dict, verdict, label: str, anchor: str) -> list:

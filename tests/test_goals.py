@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kernellab import judge
+from kernellab import judge, plots, render
 from kernellab.cli import main
 from kernellab.content import load_experiment
 from kernellab.errors import BuildError
@@ -244,3 +244,86 @@ def test_a_site_with_goals_builds_to_the_same_bytes_in_another_process(tmp_path)
     assert first == second
     page = first[Path("experiments/row-softmax-fusion.html")].decode()
     assert " at 0x" not in page and "Goal 3" in page
+
+
+SWEEP = REPO / "site_src" / "experiments" / "softmax-bandwidth-sweep.yaml"
+
+
+def sweep_run() -> dict:
+    """A run of the sweep's candidate at three row lengths in float16, against a 3,000 GB/s copy."""
+    return artifact("20261121T100000Z-sweep", [
+        result(CANDIDATE, "float16", 0.010 * (1 + i / 10), case=case, experiment="softmax-bandwidth-sweep", seed=i)
+        for i, case in enumerate(["n1024", "n4096", "n65536"])])
+
+
+def bandwidth_plot(experiment: dict) -> dict:
+    """The float16 bandwidth plot of the sweep run for an experiment, with its SVG drawn."""
+    [figure] = [f for f in render.run_plots(experiment, sweep_run(), "GPU", "gpu") if f["kind"] == "bandwidth"]
+    plot, args = figure["job"]
+    return dict(figure, svg=plot(*args).decode())
+
+
+def horizontal_line_ys(svg: str, colour: str) -> list:
+    """The y of each horizontal line stroked in a colour inside the plotting area (legend samples are not clipped)."""
+    ys = []
+    for d, style in re.findall(r'<path d="([^"]+)" clip-path="[^"]+" style="([^"]+)"', svg):
+        points = re.findall(r"([\d.]+) ([\d.]+)", d)
+        if f"stroke: {colour}" in style and len(points) == 2 and points[0][1] == points[1][1]:
+            ys.append(float(points[0][1]))
+    return ys
+
+
+def test_the_bandwidth_plot_draws_a_share_goal_as_a_dotted_line_at_its_share_of_the_ceiling():
+    figure = bandwidth_plot(load_experiment(SWEEP))
+    assert figure["goals"] == (("90% of copy", 0.9 * 3000.0),)
+    svg = figure["svg"]
+    assert ">goal: 90% of copy (2,700 GB/s)<" in svg and ">copy ceiling 3,000 GB/s<" in svg
+    assert "the goal (90% of copy) as a dotted line" in figure["alt"]
+    [ceiling], [goal] = horizontal_line_ys(svg, plots.BAR["color"].lower()), horizontal_line_ys(svg, "#888888")
+    # Zero GB/s lies on the bottom spine: the goal's height over it is 90% of the ceiling's.
+    zero = 72 * 3.6 * (1 - 0.13)
+    assert (zero - goal) / (zero - ceiling) == pytest.approx(0.9, abs=1e-4)
+    assert bandwidth_plot(load_experiment(SWEEP))["svg"] == svg  # the same bytes again
+
+
+def test_the_bandwidth_plot_has_no_goal_line_without_a_share_goal_of_its_pass():
+    experiment = load_experiment(SWEEP)
+    share, speedup = experiment["goals"]
+    for goals in ([], [speedup], [dict(share, **{"pass": "backward"})]):
+        figure = bandwidth_plot(dict(experiment, goals=goals))
+        assert figure["goals"] == () and "goal" not in figure["alt"]
+        assert "goal:" not in figure["svg"] and horizontal_line_ys(figure["svg"], "#888888") == []
+        assert ">copy ceiling 3,000 GB/s<" in figure["svg"]
+
+
+def test_the_bandwidth_table_names_the_goal_beside_the_ceiling(tmp_path):
+    root = make_project(tmp_path, [sweep_run()])
+    assert main(["--root", str(root), "--out", str(root / "public")]) == 0
+    page = (root / "public" / "experiments" / "softmax-bandwidth-sweep.html").read_text()
+    assert ("<caption>GB/s and share of copy bandwidth (3,000 GB/s), float16; goal: 90% of copy (2,700 GB/s)"
+            "</caption>") in page
+    svg = next((root / "public" / "experiments" / "softmax-bandwidth-sweep").glob("*-bandwidth-float16.svg"))
+    assert ">goal: 90% of copy (2,700 GB/s)<" in svg.read_text()
+
+
+def test_check_lists_each_goals_verdict_per_device_and_fails_on_none(tmp_path, capsys):
+    root = goal_project(tmp_path)
+    assert main(["--root", str(root), "--check"]) == 0
+    out = capsys.readouterr().out
+    claims, goals = out.split("### Goals (a missed goal fails no check)\n\n", 1)
+    assert f"| row-softmax-fusion | {DEVICE} | supported |" in claims
+    run = "20261121T100000Z-fixture"
+    assert goals.startswith("| Experiment | Goal | Device | Verdict | Run |\n|---|---|---|---|---|\n"
+                            f"| row-softmax-fusion | 1: ≥ 50% of copy | {DEVICE} | supported | {run} |\n"
+                            "| row-softmax-fusion | 1: ≥ 50% of copy | NVIDIA A10G (imported) | not run | "
+                            "imported-a10g-seed-004 |\n"
+                            f"| row-softmax-fusion | 2: ≥ 60% of copy | {DEVICE} | rejected | {run} |\n"
+                            "| row-softmax-fusion | 2: ≥ 60% of copy | NVIDIA A10G (imported) | not run | "
+                            "imported-a10g-seed-004 |\n"
+                            f"| row-softmax-fusion | 3: ≥ 1.6× torch-baseline | {DEVICE} | rejected | {run} |\n"
+                            "| row-softmax-fusion | 3: ≥ 1.6× torch-baseline | NVIDIA A10G (imported) | rejected | "
+                            "imported-a10g-seed-004 |\n\n")
+    # Without goals on the experiments that have runs, there is no goals table.
+    root = make_project(tmp_path / "plain", [artifact(run, winning_results())])
+    assert main(["--root", str(root), "--check"]) == 0
+    assert "Goals" not in capsys.readouterr().out

@@ -1,6 +1,8 @@
 """Plots: the same inputs draw the same bytes, and a long history keeps its labels few."""
 import re
 
+import pytest
+
 from kernellab import plots
 
 
@@ -70,7 +72,7 @@ def test_labels_draw_the_bytes_of_matplotlib_text(monkeypatch):
     def draw():
         return [
             plots.bandwidth_vs_n({"triton": [(1024, 900.0), (65536, 2000.0)], "torch": [(1024, 700.0), (777777, 1.5e3)]},
-                                 3000.0, "GPU, float16"),
+                                 3000.0, "GPU, float16", "copy", (("90% of copy", 2700.0),)),
             plots.speedup_intervals([("a float16", 1.2, 1.1, 1.3), ("costs $5 and $6", 0.9, 0.85, 0.95)], 1.05, "GPU"),
             plots.latency_distribution([("torch float16", [0.01, 0.011, 0.012, 0.013, 0.02])], "GPU <b>&amp;</b>"),
             plots.speedup_trend({"c float16": [(0, 1.1, 1.0, 1.2), (1, 1.2, 1.1, 1.3)]}, ["a", "b !"], [1], 1.0, "GPU"),
@@ -80,3 +82,21 @@ def test_labels_draw_the_bytes_of_matplotlib_text(monkeypatch):
     fast = draw()
     monkeypatch.setattr(plots, "FAST_LABELS", False)
     assert draw() == fast
+
+
+def area_right(svg: str) -> float:
+    """Where the plotting area ends, in points: the right end of the bottom spine (drawn top, corner, right)."""
+    return float(re.search(r'<path d="M [\d.]+ [\d.]+\s+L [\d.]+ [\d.]+\s+L ([\d.]+) [\d.]+\s+M', svg)[1])
+
+
+def test_a_long_goal_label_narrows_the_plot_so_the_legend_stays_in_the_figure():
+    series = {"triton-fused-row-softmax": [(1024, 2500.0), (65536, 2600.0)]}
+    short = plots.bandwidth_vs_n(series, 3000.0, "GPU", "copy", (("90% of copy", 2700.0),)).decode()
+    long = plots.bandwidth_vs_n(series, 3000.0, "GPU", "two-reads-one-write",
+                                (("85% of two-reads-one-write", 2550.0),)).decode()
+    figure_width = 72 * 7
+    for svg in (short, long):
+        label = re.search(r'x="([\d.]+)"[^>]*>(goal: [^<]+)<', svg)
+        end = float(label[1]) + plots._legend_text_width(label[2], plots.LEGEND_FONTSIZE)
+        assert end < figure_width - plots.LEGEND_EDGE, label[2]
+    assert area_right(short) == pytest.approx(0.64 * figure_width) and area_right(long) < area_right(short)
