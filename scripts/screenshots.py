@@ -2,7 +2,8 @@
 
 Builds the site into a temporary folder, opens the index and the Row Softmax Fusion page in
 headless Chromium (Debian's `chromium`, driven by Playwright, as the browser tests do) at
-1100x1500 in the light theme, and writes docs/index.png and docs/row-softmax-fusion.png.
+1100x1500 in the light theme, and writes docs/index.png, docs/row-softmax-fusion.png and
+docs/softmax-bandwidth-sweep.png.
 """
 import shutil
 import sys
@@ -14,7 +15,8 @@ sys.path.insert(0, str(REPO))
 
 from kernellab.cli import main as build  # noqa: E402
 
-PAGES = {"index.png": "index.html", "row-softmax-fusion.png": "experiments/row-softmax-fusion.html"}
+PAGES = {"index.png": "index.html", "row-softmax-fusion.png": "experiments/row-softmax-fusion.html",
+         "softmax-bandwidth-sweep.png": "experiments/softmax-bandwidth-sweep.html"}
 VIEWPORT = {"width": 1100, "height": 1500}
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 
