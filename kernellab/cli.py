@@ -14,7 +14,7 @@ from kernellab.artifacts import write_artifact
 from kernellab.compare import compare_runs, find_run
 from kernellab.content import DTYPES, load_content
 from kernellab.errors import BuildError
-from kernellab.render import early_plots, goal_label, render_files
+from kernellab.render import device_label, early_plots, goal_label, render_files
 from kernellab.site import SiteWriter
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,7 +77,7 @@ def verdict_changes(before: dict, after: dict) -> list:
             new = after.get(slug, {}).get((device, origin))
             old_v, new_v = (old.verdict if old else "not run"), (new.verdict if new else "not run")
             if old_v != new_v:
-                changes.append((slug, device + (" (imported)" if origin == "imported" else ""), old_v, new_v))
+                changes.append((slug, device_label(device, origin), old_v, new_v))
     return changes
 
 
@@ -89,8 +89,7 @@ def check_summary(content, problems: list, base: tuple = None) -> str:
              "| Experiment | Device | Verdict | Run |", "|---|---|---|---|"]
     for slug, by_device in verdicts.items():
         for (device, origin), v in by_device.items():
-            label = device + (" (imported)" if origin == "imported" else "")
-            lines.append(f"| {slug} | {label} | {v.verdict} | {v.run_id} |")
+            lines.append(f"| {slug} | {device_label(device, origin)} | {v.verdict} | {v.run_id} |")
     lines.append("")
     lines += goal_summary(content)
     if base:
@@ -116,9 +115,8 @@ def goal_summary(content) -> list:
     rows = []
     for slug, experiment in content.experiments.items():
         for (device, origin), run in judge.headline_runs(experiment, content.runs).items():
-            label = device + (" (imported)" if origin == "imported" else "")
             for i, v in enumerate(judge.judge_goals(experiment, run), 1):
-                rows.append((slug, i, goal_label(experiment["goals"][i - 1]), label, v))
+                rows.append((slug, i, goal_label(experiment["goals"][i - 1]), device_label(device, origin), v))
     if not rows:
         return []
     rows.sort(key=lambda row: row[:2])  # goal by goal within an experiment, each over its devices
