@@ -64,9 +64,9 @@ def _cluster_stream_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_strid
                                WRITE_PAIRS=WRITE_PAIRS)
 
 
-def cluster_stream_forward(clusters_per_gpu: int = 0):
+def cluster_stream_forward(clusters_per_gpu: int = 0, fewer_clusters: int = 0):
     """A forward callable: the table's tile-stream cut (2 vectors x 32 warps, one CTA an SM), a row a cluster; a
-    persistent grid of clusters_per_gpu clusters (0: 132 // segments)."""
+    persistent grid of clusters_per_gpu clusters (0: SMs // segments, less fewer_clusters)."""
     def run(x):
         y = torch.empty_like(x)
         n_rows, n_cols = x.shape
@@ -79,7 +79,7 @@ def cluster_stream_forward(clusters_per_gpu: int = 0):
         assert 2 <= n_segments <= 8, n_segments
         log2 = sm._log2_exp(x)
         slots = torch.zeros(n_rows * n_segments, dtype=torch.int64, device=x.device)
-        grid = ((clusters_per_gpu or sm._sm_count(x.device) // n_segments) * n_segments,)
+        grid = ((clusters_per_gpu or sm._sm_count(x.device) // n_segments - fewer_clusters) * n_segments,)
         args = (y, x, slots, x.stride(0), y.stride(0), n_rows, n_cols, blocks_per_segment)
         kwargs = dict(TILE_ROWS=tile_rows, CLUSTER=n_segments, ALIGN=align, VEC=vec, LOG2=log2,
                       PREFETCH=sm._l2_prefetch_steps(x), LINE=line,
@@ -105,9 +105,20 @@ def cluster_stream(out: list) -> None:
     ab_trials("cluster exchange", cluster_stream_forward(), SHAPES, out, trials=3)
 
 
+def cluster_placement(out: list) -> None:
+    """The same with fewer clusters, should SMs // segments clusters not all be co-resident (a GPC holds whole
+    clusters only: 3-CTA clusters on GPCs of 16-18 SMs leave SMs idle, and the clusters left over run a second
+    wave)."""
+    for fewer in (1, 2, 4, 8):
+        ab_trials(f"cluster exchange, {fewer} fewer clusters", cluster_stream_forward(fewer_clusters=fewer),
+                  SHAPES[:2] + SHAPES[4:6], out, trials=2)
+
+
 if __name__ == "__main__":
     warm_up_gpu()
     print(torch.cuda.get_device_name(), torch.__version__, flush=True)
     results = []
-    cluster_stream(results)
+    probes = sys.argv[1:] or ["cluster_stream"]
+    for name in probes:
+        globals()[name](results)
     save_results("probe_cluster_stream.json", results)
