@@ -88,7 +88,7 @@ MAX_BOUNDARY_COLS = 65536
 def covers(earlier, plan):
     """Whether the earlier SOFTMAX_PLANS row takes every shape that plan would (for an element size both serve)."""
     return (earlier.max_cols >= plan.max_cols and earlier.min_rows_per_sm <= plan.min_rows_per_sm
-            and (plan.whole_vectors or not earlier.whole_vectors) and (plan.partial_vectors or not earlier.partial_vectors))
+            and not earlier.exact_cols and (plan.whole_vectors or not earlier.whole_vectors) and (plan.partial_vectors or not earlier.partial_vectors))
 
 
 def plan_cases(op, dtype):
@@ -120,6 +120,10 @@ def plan_cases(op, dtype):
                                          and p.min_rows_per_sm <= plan.min_rows_per_sm for p in plans[:i]):
             # the row takes, or an earlier row leaves it, only widths that are not whole vectors
             widths = [w - 1 if w % vec == 0 else w for w in widths]
+        if plan.exact_cols:  # its one width, in a multiple of its rows, two programs or more
+            widths, n_rows = [int(plan.max_cols)], 2 * plan.rows_per_program
+        else:  # an earlier row taking exactly this width leaves it the whole vectors below
+            widths = [w - vec if any(p.exact_cols and p.max_cols == w for p in plans[:i]) else w for w in widths]
         cases += [pytest.param(plan, n_rows, n_cols, dtype, id=f"{op}-{plan.path}-{n_rows}x{n_cols}-{dtype}")
                   for n_cols in widths]
     return cases
@@ -1095,6 +1099,7 @@ def test_cpu_tensor_without_interpreter(monkeypatch):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("shape", [
     (6, 300),     # rows path
+    (4, 2048),    # float32: rows-lanes (its lanes' own max and sum: -inf lanes, a row of them)
     (3, 40_000),  # exchange_forward: whole chunks of -inf; online_forward: whole blocks of -inf
 ])
 def test_neg_inf_masking(shape, dtype):
