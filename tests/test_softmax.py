@@ -203,12 +203,35 @@ def test_long_rows_not_of_whole_vectors_take_the_tile_kernel_in_whole_vectors(n_
 def test_float32_rows_not_of_whole_vectors_take_row_tiles(n_cols):
     """fp32 rows of 4k-24k columns that are not whole 16-byte vectors take row-tiles (tiles of 2,048 lanes to 16,383,
     of 4,096 beyond, as whole-vector rows there), five-tile rows (8,193-10,237) under 64 registers (round 55);
-    whole-vector rows to 16,384 stay on the rows kernel."""
+    whole-vector rows to 16,384 stay on the rows kernel, but rows of exactly 4,096 (rows-lanes, round 87)."""
     plan = sm._select_plan("forward", 10**6, n_cols, 4, DEVICE, contiguous_align(n_cols, torch.float32))
     assert (plan.path, plan.block_size) == ("row-tiles", 2048 if n_cols <= 16383 else 4096)
     assert plan.maxnreg == (64 if 8193 <= n_cols <= 10237 else 0)
     whole = n_cols // 4 * 4
-    assert sm._select_plan("forward", 10**6, whole, 4, DEVICE, 4).path == ("rows" if whole <= 16384 else "row-tiles")
+    expected = "rows-lanes" if whole == 4096 else "rows" if whole <= 16384 else "row-tiles"
+    assert sm._select_plan("forward", 10**6, whole, 4, DEVICE, 4).path == expected
+
+
+def test_rows_lanes_takes_only_exact_float32_widths():
+    """rows-lanes has no masks: fp32 rows of exactly 2,048 (an even count) or 4,096 columns of whole vectors; a
+    column more or less, an odd count at 2,048, 2-byte rows or rows off 16-byte vectors keep the rows kernel."""
+    def path(n_rows, n_cols, elem_bytes=4, align=None):
+        return sm._select_plan("forward", n_rows, n_cols, elem_bytes, DEVICE, align or 16 // elem_bytes).path
+    assert path(10**6, 2048) == path(3, 4096) == path(2, 2048) == "rows-lanes"
+    assert path(10**6 + 1, 2048) == path(10**6, 2044) == path(10**6, 4092) == path(10**6, 2048, 2) == "rows"
+    assert path(10**6, 2048, 4, align=2) == path(10**6, 4096, 4, align=1) == "rows"
+
+
+@pytest.mark.parametrize("n_cols", [2048, 4096])
+def test_rows_lanes_reads_and_writes_strided_rows(n_cols, poisoned_outputs):
+    """Row strides of its own for the input (a slice of wider rows) and the output: every element written, once."""
+    x = make_input((6, n_cols + 256), torch.float32)[:, 128:128 + n_cols]
+    assert sm._select_plan("forward", 6, n_cols, 4, DEVICE, sm._forward_align(x, x)).path == "rows-lanes"
+    out = torch.full((6, n_cols + 64), 7.0, device=DEVICE)
+    sm._forward_rows_lanes(out[:, :n_cols], x, 2 if n_cols == 2048 else 1, 16)
+    assert_softmax(out[:, :n_cols], x)
+    assert (out[:, n_cols:] == 7.0).all()
+    assert_softmax(sm.softmax_forward(x), x)
 
 
 @pytest.fixture
