@@ -1,15 +1,13 @@
 """Triton softmax over the last dimension: forward, backward and the seed variants.
 
 Three layers, top to bottom:
-  1. @triton.jit kernels (fp32 accumulation everywhere; row offsets in int64, but rows-lanes' where they fit int32);
+  1. @triton.jit kernels (fp32 accumulation everywhere; row offsets in int64);
   2. host functions on 2-D tensors: the seed variants (single_block_*, online_*) and the
      dispatchers softmax_forward / softmax_backward, which pick a path from SOFTMAX_PLANS;
   3. a thin torch.autograd.Function and `softmax(x, dim)`, a drop-in for torch.softmax.
 
 Paths (see notes/kernels.md for the memory-traffic reasoning and the measurements):
   rows     - ROWS_PER_PROGRAM whole rows per program, held in registers: one read, one write.
-  rows-lanes - float32 rows of 2,048 and 4,096 columns in torch.compile's (Inductor's) form: a (max, sum) a
-             lane, reduced across the row, and the row read again from L1 for the write.
   rows-pipelined - whole rows on a persistent grid, one after another; the software pipeliner
              loads the next rows into shared memory while this one is reduced and written.
   row-tiles - one whole row a program, held in registers as equal tiles (any number of them), so that
@@ -41,7 +39,6 @@ from typing import Callable, NamedTuple
 import torch
 import triton
 import triton.language as tl
-from triton.language.extra import libdevice
 
 # ----------------------------------------------------------------------------------------------
 # Layer 1: kernels
@@ -139,49 +136,6 @@ def _rows_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride,
     y = numerator * inv_denominator[:, None]
     tl.store(output_ptr + rows64 * output_row_stride + cols,
              y.to(output_ptr.dtype.element_ty), mask=mask, cache_modifier=STORE_CACHE, eviction_policy=STORE_EVICT)
-
-
-@triton.jit
-def _nan_max(a, b):
-    """max of a and b, NaN if either is NaN."""
-    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
-
-
-@triton.jit
-def _lanes_exp(x, LIBDEVICE: tl.constexpr):
-    """exp(x): libdevice's where the backend links it (CUDA, round 85), tl.exp under the interpreter."""
-    if LIBDEVICE:
-        return libdevice.exp(x)
-    else:
-        return tl.exp(x)
-
-
-@triton.jit
-def _rows_lanes_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride,
-                           ROWS_PER_PROGRAM: tl.constexpr, BLOCK_SIZE: tl.constexpr, OFFSETS_64: tl.constexpr,
-                           LIBDEVICE: tl.constexpr):
-    """Softmax of ROWS_PER_PROGRAM rows of exactly BLOCK_SIZE float32 columns (no masks), in Inductor's form: each
-    lane's (max, sum) combined online with its element, reduced across the row, then the row read again (from L1)
-    for the write. What of this form makes it faster than the rows kernel is not known (notes/kernels.md, rounds
-    84-87): not the re-read, the masks, the exp or the offsets alone; the lane combine's exponentials (two an
-    element, one of them always 0 or 1) are part of the form that was measured, so they stay."""
-    rows = tl.program_id(0) * ROWS_PER_PROGRAM + tl.arange(0, ROWS_PER_PROGRAM)[:, None]
-    if OFFSETS_64:
-        rows = rows.to(tl.int64)
-    cols = tl.arange(0, BLOCK_SIZE)[None, :]
-    input_ptrs = input_ptr + rows * input_row_stride + cols
-    x = tl.load(input_ptrs, eviction_policy="evict_last")
-    # a lane's (max, sum) after combining (-inf, 0) with its element: (x, 1), or (-inf, 1) for x = -inf
-    lane_max = _nan_max(tl.full([ROWS_PER_PROGRAM, BLOCK_SIZE], float("-inf"), tl.float32), x)
-    no_max = lane_max == float("-inf")
-    lane_sum = (0.0 * tl.where(no_max, 1.0, _lanes_exp(float("-inf") - lane_max, LIBDEVICE))
-                + tl.where(no_max, 1.0, _lanes_exp(x - lane_max, LIBDEVICE)))
-    row_max = tl.reduce(lane_max, 1, _nan_max)[:, None]
-    # a row of -inf keeps max -inf, and x - max is NaN in the write: torch's answer too
-    row_sum = tl.sum(lane_sum * _lanes_exp(tl.where(row_max == float("-inf"), 0.0, lane_max - row_max),
-                                           LIBDEVICE), 1)[:, None]
-    x = tl.load(input_ptrs, eviction_policy="evict_first")
-    tl.store(output_ptr + rows * output_row_stride + cols, _lanes_exp(x - row_max, LIBDEVICE) / row_sum)
 
 
 @triton.jit
@@ -1305,8 +1259,8 @@ class Plan(NamedTuple):
     max_cols: float        # the row applies when n_cols <= max_cols ...
     min_rows_per_sm: int   # ... and n_rows >= min_rows_per_sm * SM count ...
     elem_bytes: int        # ... and the element size is elem_bytes (0: any); first match wins
-    path: str              # "rows" | "rows-lanes" | "rows-pipelined" | "row-tiles" | "tile" | "online" | "exchange"
-                           # | "tile-stream" | "stream"
+    path: str              # "rows" | "rows-pipelined" | "row-tiles" | "tile" | "online" | "exchange" | "tile-stream"
+                           # | "stream"
                            # (module docstring)
     rows_per_program: int  # rows: rows per program (tile = rows_per_program x next_pow2(n_cols));
                            # tile, tile-stream: 16-byte vectors per thread per step
@@ -1326,8 +1280,6 @@ class Plan(NamedTuple):
     edges_apart: bool = False  # tile: inner tiles unmasked, the edge tiles after them (see _tile_online_fwd_kernel)
     shorter_segment_bytes: float = 0  # tile-stream: a shorter cut of the row, taken where the grid's arithmetic
                                       # favours it (see SHORTER_SEGMENT_GAIN; 0: none)
-    exact_cols: bool = False  # the row applies only to rows of exactly max_cols columns, in a multiple of
-                              # rows_per_program rows (rows-lanes: no masks)
 
 
 # Short rows: tiles of ~4096 elements, so each program moves 8-16 KB and a thread holds 2-4
@@ -1478,9 +1430,7 @@ SOFTMAX_PLANS = (
     Plan("forward",      1024,       64,  4, "rows",       1,     0,     2,    0),
     Plan("forward",      1024,       64,  2, "rows",       2,     0,     4,    0),
     Plan("forward",      1024,        0,  0, "rows",       4,     0,     4,    0),
-    Plan("forward",      2048,        0,  4, "rows-lanes", 2,     0,    16,    0, whole_vectors=True, exact_cols=True),
     Plan("forward",      2048,        0,  0, "rows",       2,     0,     8,    0),
-    Plan("forward",      4096,        0,  4, "rows-lanes", 1,     0,    16,    0, whole_vectors=True, exact_cols=True),
     Plan("forward",      4096,        0,  0, "rows",       1,     0,     8,    0),
     Plan("forward",      8191,        0,  2, "row-tiles",  1,  4096,     8,    0,    0,      0, 1, True),
     Plan("forward",      8191,        0,  0, "row-tiles",  1,  2048,     8,    0, partial_vectors=True),
@@ -1714,8 +1664,7 @@ def _select_plan(op: str, n_rows: int, n_cols: int, elem_bytes: int, device: tor
     for plan in SOFTMAX_PLANS:
         if (plan.op == op and n_cols <= plan.max_cols and n_rows >= plan.min_rows_per_sm * sm_count
                 and plan.elem_bytes in (0, elem_bytes)
-                and not (plan.whole_vectors and not whole_vectors) and not (plan.partial_vectors and whole_vectors)
-                and not (plan.exact_cols and (n_cols != plan.max_cols or n_rows % plan.rows_per_program))):
+                and not (plan.whole_vectors and not whole_vectors) and not (plan.partial_vectors and whole_vectors)):
             return plan
     raise LookupError(f"SOFTMAX_PLANS has no {op} row for shape ({n_rows}, {n_cols}), {elem_bytes}-byte elements")
 
@@ -1746,16 +1695,6 @@ def _forward_rows(y, x, rows_per_program, num_warps, align, load_cache="", store
             n_rows, n_cols, ROWS_PER_PROGRAM=rows_per_program, BLOCK_SIZE=triton.next_power_of_2(n_cols),
             ALIGN=align, LOAD_CACHE=load_cache, STORE_CACHE=store_cache, LOAD_EVICT=load_evict,
             STORE_EVICT=store_evict, LOG2=log2, GUARD=_log2_guard(x, log2), num_warps=num_warps)
-
-
-def _forward_rows_lanes(y, x, rows_per_program, num_warps):
-    """Launch the Inductor-form forward on rows of a power of two columns, a multiple of rows_per_program of them;
-    int32 offsets where every element's offset fits."""
-    n_rows, n_cols = x.shape
-    offsets_64 = n_rows * max(x.stride(0), y.stride(0), n_cols) >= 2**31
-    _launch(_rows_lanes_fwd_kernel, (n_rows // rows_per_program,), y, x, x.stride(0), y.stride(0),
-            ROWS_PER_PROGRAM=rows_per_program, BLOCK_SIZE=n_cols, OFFSETS_64=offsets_64, LIBDEVICE=not _interpreting(),
-            num_warps=num_warps)
 
 
 def _log2_exp(x) -> bool:
@@ -2106,8 +2045,6 @@ def _run_forward_plan(y, x, plan, align):
     log2 = _log2_exp(x)
     if plan.path == "rows":
         _forward_rows(y, x, plan.rows_per_program, plan.num_warps, align, load_evict=ROWS_LOAD_EVICT, log2=log2)
-    elif plan.path == "rows-lanes":
-        _forward_rows_lanes(y, x, plan.rows_per_program, plan.num_warps)
     elif plan.path == "rows-pipelined":
         _forward_rows_pipelined(y, x, plan.num_warps, plan.programs_per_sm, plan.num_stages, align, log2)
     elif plan.path == "row-tiles":
