@@ -373,12 +373,30 @@ def l2_head_priority(out: list) -> None:
                   l2_head_forward(blocks, l1_blocks, head_priority=True), [shape], out, trials=3)
 
 
+C60F2B1 = Path(__file__).resolve().parent.parent / "notes" / "probes" / "modules" / "triton_softmax_c60f2b1.py.txt"
+SINCE_C60F2B1_FORWARD = [(n, dtype) for n in (65536, 100000, 100001, 131072, 262144, 524288, 777777, 1048576)
+                         for dtype in ("float16", "bfloat16", "float32")]
+SINCE_C60F2B1_BACKWARD = [(n, dtype) for n in (131072, 262144, 1048576) for dtype in ("float16", "bfloat16", "float32")]
+
+
+def since_c60f2b1(out: list) -> None:
+    """Round 89: the working tree's dispatcher against c60f2b1's (the last kernels an H200 ran before rounds 57-83,
+    which were tuned on H100s), forward and backward, at the long rows those rounds changed. One process, fresh
+    inputs, so that the H200s' machine-to-machine spread (round 88: up to 8 points between two runs) cancels.
+    ratio > 1: today's kernels are faster."""
+    before = module_from_source("triton_softmax_c60f2b1", C60F2B1.read_text())
+    ab_trials("today against c60f2b1", sm.softmax_forward, SINCE_C60F2B1_FORWARD, out,
+              baseline=before.softmax_forward, trials=3)
+    ab_trials("today against c60f2b1, backward", sm.softmax_backward, SINCE_C60F2B1_BACKWARD, out,
+              baseline=before.softmax_backward, trials=3, case=backward_case)
+
+
 PROBES = {probe.__name__: probe for probe in (segment_rule, segment_rule_sweep, prefetch_again, wait_prefetch_two_byte,
                                               segment_rule_with_wait, backward_wait_prefetch, fp32_polling,
                                               write_pairs_again, against_compile,
                                               retune_waits, reload_rows, one_warp_few_segments,
                                               one_warp_whole_vectors, even_rows, l2_head,
-                                              l2_head_priority)}
+                                              l2_head_priority, since_c60f2b1)}
 
 
 if __name__ == "__main__":
