@@ -17,12 +17,20 @@ try:  # parses artifacts 2-3x faster than json (a cold build of 200 runs is most
 except ImportError:  # the GPU image has no orjson: --run then renders with json, to the same values
     orjson = None
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SCHEMA_PATH = Path(__file__).with_name("run-artifact.schema.json")
 SCHEMA = json.loads(SCHEMA_PATH.read_text())
 
+
+
+def _from_version_1(artifact: dict) -> dict:
+    """Version 2 adds git.kernels_sha256: a version 1 artifact did not record which kernels/ it measured."""
+    git = artifact.get("git")
+    return dict(artifact, schema_version=2, git=dict(git, kernels_sha256=None) if isinstance(git, dict) else git)
+
+
 # version N-1 -> N. Each step takes the artifact dict of the older version and returns the newer.
-MIGRATIONS: dict = {}
+MIGRATIONS: dict = {1: _from_version_1}
 
 _JSON_TYPES = {
     "object": dict, "array": list, "string": str, "boolean": bool, "null": type(None),
@@ -308,8 +316,8 @@ def _checked(data, raw: bytes, path) -> tuple:
     # marker says which reading passed, so a rebuild reads the file as the first build did.
     marker = CACHE_DIR / _marker_name(raw) if CACHE_DIR else None
     reading = marker.read_text() if marker is not None and marker.exists() else None
-    if reading in ("fast", "exact") and isinstance(data, dict) and data.get("schema_version") == SCHEMA_VERSION:
-        return (data if reading == "fast" else parse_json(raw, fast=False)), reading
+    if reading in ("fast", "exact") and isinstance(data, dict):  # these bytes passed, after their migration
+        return migrate(data if reading == "fast" else parse_json(raw, fast=False), path), reading
     try:
         artifact, reading = validate(data, path), "fast"
     except BuildError:

@@ -14,7 +14,8 @@ from kernellab.artifacts import write_artifact
 from kernellab.compare import compare_runs, find_run
 from kernellab.content import DTYPES, load_content
 from kernellab.errors import BuildError
-from kernellab.render import device_label, early_plots, goal_label, render_files
+from kernellab.render import device_label, early_plots, goal_label, kernels_state, render_files
+from kernellab.source import kernels_digest
 from kernellab.site import SiteWriter
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,6 +93,7 @@ def check_summary(content, problems: list, base: tuple = None) -> str:
             lines.append(f"| {slug} | {device_label(device, origin)} | {v.verdict} | {v.run_id} |")
     lines.append("")
     lines += goal_summary(content)
+    lines += other_kernels_summary(content)
     if base:
         ref, before = base
         changes = verdict_changes(before, verdicts)
@@ -124,6 +126,21 @@ def goal_summary(content) -> list:
              "| Experiment | Goal | Device | Verdict | Run |", "|---|---|---|---|---|"]
     lines += [f"| {slug} | {i}: {text} | {device} | {v.verdict} | {v.run_id} |" for slug, i, text, device, v in rows]
     return lines + [""]
+
+
+def other_kernels_summary(content, current=None) -> list:
+    """Markdown lines naming the headline runs that measured other kernels than kernels/ holds now (current: its
+    digest; read from kernels/ if None), or none. They fail no check: the next run settles them."""
+    current = current or kernels_digest()
+    rows = [(slug, device_label(device, origin), run["run_id"], run["git"]["commit"][:12])
+            for slug, experiment in content.experiments.items()
+            for (device, origin), run in judge.headline_runs(experiment, content.runs).items()
+            if kernels_state(run, current) == "other"]
+    if not rows:
+        return []
+    lines = ["### Verdicts on other kernels (kernels/ changed after these runs; no check fails)", "",
+             "| Experiment | Device | Run | Commit |", "|---|---|---|---|"]
+    return lines + [f"| {slug} | {device} | {run_id} | `{commit}` |" for slug, device, run_id, commit in rows] + [""]
 
 
 def relative(path, root: Path) -> str:

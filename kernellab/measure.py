@@ -10,8 +10,9 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
-from kernellab import stats
+from kernellab import artifacts, source, stats
 from kernellab.errors import BuildError
 from kernels.profiles import get_profile
 
@@ -81,6 +82,11 @@ def utc_now() -> datetime.datetime:
 def iso(t: datetime.datetime) -> str:
     """ISO 8601 with a Z."""
     return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def provenance(root) -> dict:
+    """The artifact's git block: git_state, and the digest of the kernels/ the run imports (source.kernels_digest)."""
+    return dict(git_state(root), kernels_sha256=source.kernels_digest(Path(root) / "kernels"))
 
 
 def git_state(root) -> dict:
@@ -477,13 +483,13 @@ def run(items: list, root, argv: list, progress=sys.stderr, with_profiling: bool
             print(f" {r['status'].upper()}: {r['error'] or 'correctness check failed'}", file=progress)
     command = shlex.join([os.path.basename(sys.executable), *argv])
     return {
-        "schema_version": 1,
+        "schema_version": artifacts.SCHEMA_VERSION,
         "run_id": run_id_for(start, env["device"]["name"]),
         "origin": "measured",
         "started_utc": iso(start),
         "finished_utc": iso(utc_now()),
         "command": command,
-        "git": git_state(root),
+        "git": provenance(root),
         "environment": env,
         "settings": {"timer": "triton.testing.do_bench (CUDA events) over CUDA-graph replays of one call",
                      "warmup_ms": WARMUP_MS, "rep_ms": REP_MS, "l2_flushed": True, "seed": SEED},

@@ -11,7 +11,7 @@ from kernellab import judge, parallel, plots
 from kernellab.artifacts import SCHEMA_PATH
 from kernellab.content import Content
 from kernellab.sanitize import render_markdown
-from kernellab.source import kernel_source
+from kernellab.source import kernel_source, kernels_digest
 from kernels.profiles import PROFILES
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
@@ -266,8 +266,20 @@ def trend_plot(experiment: dict, rows: list, label: str, anchor: str) -> dict:
     }
 
 
-def experiment_view(experiment: dict, runs: list, decisions: list) -> dict:
-    """Everything the experiment page shows but its history (see add_history)."""
+def kernels_state(run: dict, current) -> str:
+    """Whether run measured the kernels/ of this site (current: its digest): "same", "other", "unrecorded" (no
+    digest on one side), or "imported"."""
+    if run["origin"] == "imported":
+        return "imported"
+    recorded = run["git"].get("kernels_sha256")
+    if recorded is None or current is None:
+        return "unrecorded"
+    return "same" if recorded == current else "other"
+
+
+def experiment_view(experiment: dict, runs: list, decisions: list, current_kernels=None) -> dict:
+    """Everything the experiment page shows but its history (see add_history); current_kernels: the digest of this
+    site's kernels/, to say which headline runs measured other kernels."""
     groups = []
     for (device, origin), history in judge.verdict_history(experiment, runs).items():
         headline = history[-1]
@@ -275,7 +287,8 @@ def experiment_view(experiment: dict, runs: list, decisions: list) -> dict:
         label, anchor = device_label(device, origin), slugify(device_label(device, origin))
         groups.append({
             "device": device, "origin": origin, "label": label, "anchor": anchor,
-            "verdict": headline, "run": run, "cards": result_cards(experiment, run), "verdicts": history,
+            "verdict": headline, "run": run, "kernels": kernels_state(run, current_kernels),
+            "cards": result_cards(experiment, run), "verdicts": history,
             "plots": group_plots(experiment, run, headline, label, anchor),
         })
     # Measured evidence first, imported figures after it.
@@ -427,14 +440,16 @@ def render_files(content: Content, problems: list, plotter: plots.Plotter | None
     stale = {}
     for d, message in problems:
         stale.setdefault(d["id"], []).append(message)
-    exp_views = [experiment_view(e, content.runs, decisions) for e in content.experiments.values()]
+    current_kernels = kernels_digest()
+    exp_views = [experiment_view(e, content.runs, decisions, current_kernels) for e in content.experiments.values()]
     plotter.submit({p["path"]: p["job"] for view in exp_views for group in view["groups"] for p in group["plots"]})
     runs_by_id = {r["run_id"]: r for r in content.runs}
     plotter.submit({p["path"]: p["job"] for view in exp_views for p in add_history(view, runs_by_id)})
 
     def run_pages() -> list:
         """[(path, bytes)] of the run pages: the bulk of a large site."""
-        return [(f"runs/{run['run_id']}.html", page(env, "run.html", "../", run=run, experiments=content.experiments))
+        return [(f"runs/{run['run_id']}.html", page(env, "run.html", "../", run=run, experiments=content.experiments,
+                                                     kernels=kernels_state(run, current_kernels)))
                 for run in content.runs]
 
     forked = parallel.Forked(run_pages) if fork else None

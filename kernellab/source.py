@@ -1,6 +1,7 @@
 """Kernel source for the kernel pages: find a function with ast, highlight Python with tokenize."""
 import ast
 import functools
+import hashlib
 import html
 import io
 import keyword
@@ -9,6 +10,19 @@ from pathlib import Path
 
 KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
 BUILTINS = {"range", "len", "min", "max", "int", "float", "isinstance", "tuple", "dict", "list", "getattr"}
+
+
+def kernels_digest(kernels_dir: Path = KERNELS_DIR):
+    """sha256 of a kernels/ folder (every .py file's path and bytes, in path order), or None without one."""
+    files = sorted(p for p in Path(kernels_dir).rglob("*.py") if "__pycache__" not in p.parts)
+    if not files:
+        return None
+    digest = hashlib.sha256()
+    for path in files:
+        data = path.read_bytes()
+        # each file framed by its path and length, so that no two trees hash alike
+        digest.update(f"{path.relative_to(kernels_dir).as_posix()}\0{len(data)}\0".encode() + data)
+    return digest.hexdigest()
 
 
 def module_path(module: str) -> Path:

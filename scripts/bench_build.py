@@ -48,9 +48,9 @@ def synthetic_run(i: int, experiments: list, rng: random.Random) -> dict:
                     })
     copy = {"bytes_moved": 2 << 30, "gbs": 4000.0, "timing": timing_stats([0.537] * 10)}
     return {
-        "schema_version": 1, "run_id": f"2026{i:06d}-bench", "origin": "measured",
+        "schema_version": 2, "run_id": f"2026{i:06d}-bench", "origin": "measured",
         "started_utc": f"2026-11-{1 + i // 10:02d}T00:{i % 60:02d}:00Z", "finished_utc": None,
-        "command": "scripts/bench_build.py (synthetic)", "git": {"commit": f"{i:040x}", "dirty": False},
+        "command": "scripts/bench_build.py (synthetic)", "git": {"commit": f"{i:040x}", "dirty": False, "kernels_sha256": None},
         "environment": {"device": {"name": device, "sm_count": 132, "memory_bytes": None, "l2_bytes": None,
                                    "capability": "9.0"}, "driver": None, "cuda": None, "torch": None,
                         "triton": None, "python": None, "platform": None},

@@ -40,12 +40,13 @@ def result(profile: str, dtype: str, median_ms: float, *, status="ok", case="sof
     }
 
 
-def artifact(run_id: str, results: list, *, device=DEVICE, started="2026-11-21T10:00:00Z", copy_gbs=3000.0) -> dict:
-    """A measured run artifact holding the given results."""
+def artifact(run_id: str, results: list, *, device=DEVICE, started="2026-11-21T10:00:00Z", copy_gbs=3000.0,
+             kernels_sha256=None) -> dict:
+    """A measured run artifact holding the given results (kernels_sha256: the kernels/ it measured, if recorded)."""
     return {
-        "schema_version": 1, "run_id": run_id, "origin": "measured",
+        "schema_version": 2, "run_id": run_id, "origin": "measured",
         "started_utc": started, "finished_utc": started, "command": "python build.py --run",
-        "git": {"commit": "0123456789abcdef0123456789abcdef01234567", "dirty": False},
+        "git": {"commit": "0123456789abcdef0123456789abcdef01234567", "dirty": False, "kernels_sha256": kernels_sha256},
         "environment": {
             "device": {"name": device, "sm_count": 132, "memory_bytes": 80 * 2**30, "l2_bytes": 50 * 2**20, "capability": "9.0"},
             "driver": "580.0", "cuda": "13.0", "torch": "2.11.0", "triton": "3.6.0", "python": "3.12.3", "platform": "Linux",

@@ -28,7 +28,7 @@ def test_migrations_run_in_order_up_to_the_current_version(monkeypatch):
 
 
 @pytest.mark.parametrize("version,message", [
-    (99, "unknown schema_version 99: this Kernel Lab reads versions 1 to 1; upgrade Kernel Lab"),
+    (99, "unknown schema_version 99: this Kernel Lab reads versions 1 to 2; upgrade Kernel Lab"),
     (0, "unknown schema_version 0"),
     ("1", "schema_version must be an integer"),
 ])
