@@ -296,6 +296,8 @@ def read_artifact(path: Path, check: bool = True, reading: str | None = None) ->
         artifact = migrate(data, path)
     else:
         artifact, reading = _checked(data, raw, path)
+    if data.get("schema_version") != artifact["schema_version"]:  # migrated: the page names the file's own version
+        artifact["file_schema_version"] = data["schema_version"]
     expected = Path(path).stem
     if artifact.get("run_id") != expected:  # get: unchecked, the artifact may lack it
         raise BuildError(path, f"run_id {artifact.get('run_id')!r} does not match the file name {expected!r}")

@@ -54,6 +54,7 @@ def test_version_1_artifacts_read_as_version_2_without_a_digest(tmp_path):
     loaded = artifacts.load_artifact(path)
     assert loaded["schema_version"] == 2 and loaded["git"]["kernels_sha256"] is None
     assert old["git"] == {"commit": loaded["git"]["commit"], "dirty": False}  # the file's dict is not changed
+    assert loaded["file_schema_version"] == 1  # for the run page: the raw file it links says 1
 
 
 @pytest.mark.parametrize("digest", ["abc", "F" * 64, 12])
@@ -74,6 +75,8 @@ def test_pages_and_check_say_which_runs_measured_other_kernels(tmp_path, capsys)
     assert f"<code>{current[:12]}</code>: this site's <code>kernels/</code>" in read("runs/20261121T100000Z-same.html")
     assert "not this site's <code>kernels/</code>" in read("runs/20261121T110000Z-other.html")
     assert "Kernels</dt><dd>n/a (imported)" in read("runs/imported-a10g-seed-004.html")
+    assert "(schema version 1, read as version 2)" in read("runs/imported-a10g-seed-004.html")
+    assert "(schema version 2)" in read("runs/20261121T100000Z-same.html")
     page = read("experiments/row-softmax-fusion.html")
     assert page.count("(other kernels)") >= 1 and "This run measured other kernels" in page
     assert page.count("This run measured other kernels") == 1  # the H200's group only
