@@ -22,7 +22,6 @@ SCHEMA_PATH = Path(__file__).with_name("run-artifact.schema.json")
 SCHEMA = json.loads(SCHEMA_PATH.read_text())
 
 
-
 def _from_version_1(artifact: dict) -> dict:
     """Version 2 adds git.kernels_sha256: a version 1 artifact did not record which kernels/ it measured."""
     git = artifact.get("git")

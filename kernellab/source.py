@@ -14,7 +14,8 @@ BUILTINS = {"range", "len", "min", "max", "int", "float", "isinstance", "tuple",
 
 def kernels_digest(kernels_dir: Path = KERNELS_DIR):
     """sha256 of a kernels/ folder (every .py file's path and bytes, in path order), or None without one."""
-    files = sorted(p for p in Path(kernels_dir).rglob("*.py") if "__pycache__" not in p.parts)
+    kernels_dir = Path(kernels_dir)
+    files = sorted(p for p in kernels_dir.rglob("*.py") if "__pycache__" not in p.parts)
     if not files:
         return None
     digest = hashlib.sha256()

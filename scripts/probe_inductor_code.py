@@ -122,6 +122,7 @@ VARIANTS = {  # label: (edits, row stride in xnumel's place)
     "row stride at run time": (RUNTIME_STRIDE, True),
     "int64 row offsets": (INT64_ROWS, False),
     "column mask at run time, one pass": (RUNTIME_MASK, False),
+    "shape and stride at run time (its loop at run time too; the first call's)": (RUNTIME_SHAPE, False),
     "all three (a general kernel)": (RUNTIME_STRIDE + INT64_ROWS + RUNTIME_MASK, True),
     "all three, exp and reciprocal as ours": (RUNTIME_STRIDE + INT64_ROWS + RUNTIME_MASK + [
         ("libdevice.exp(tmp5)", "tl.exp(tmp5)"), ("(tmp6 / tmp3)", "tmp6 * (1.0 / tmp3)")], True),
