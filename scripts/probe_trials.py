@@ -391,12 +391,46 @@ def since_c60f2b1(out: list) -> None:
               baseline=before.softmax_backward, trials=3, case=backward_case)
 
 
+# Round 90: the H200's segments. Round 89 found c60f2b1's 256 KB segments faster on the H200 than today's (H100-tuned)
+# 224/192 KB ones at 2-byte 262,144 (forward) and 131,072-262,144 (backward).
+BACKWARD_STREAM_192 = [(f'{lanes},    32,    1,    1, 196608,', f'{lanes},    32,    1,    1, 262144,')
+                       for lanes in (' 8192', '16384')]
+FORWARD_SEGMENTS = {
+    2: ('229376, one_warp_from=2,\n         shorter_segment_bytes=196608),',
+        '{segment}, one_warp_from=2,\n         shorter_segment_bytes={shorter}),'),
+    4: ('229376,\n         shorter_segment_bytes=196608),', '{segment},\n         shorter_segment_bytes={shorter}),')}
+
+
+def forward_segments(segment: int, shorter: int, elem_bytes=(2, 4)) -> list:
+    """Rewrites giving tile-stream rows of elem_bytes segments of segment bytes, or shorter (0: no shorter cut)."""
+    return [(old, new.format(segment=segment, shorter=shorter))
+            for size, (old, new) in FORWARD_SEGMENTS.items() if size in elem_bytes]
+
+
+H200_FORWARD = [(100000, "float32"), (100001, "float32"), (131072, "float32")] + [
+    (n, dtype) for n in (262144, 524288, 777777, 1048576) for dtype in ("float16", "bfloat16", "float32")]
+H200_BACKWARD = [(n, dtype) for n in (100000, 131072, 262144) for dtype in ("float16", "bfloat16", "float32")]
+
+
+def h200_segments(out: list) -> None:
+    """Round 90: the dispatcher against 256 KB backward segments (A), 256 KB forward segments without the shorter cut
+    (B; 2-byte rows only: C), and 224 KB forward segments without it (D). ratio > 1: the variant is faster."""
+    backward = rewritten("triton_softmax_r90a", BACKWARD_STREAM_192)
+    ab_trials("A backward segments of 256 KB", backward.softmax_backward, H200_BACKWARD, out, trials=3,
+              baseline=sm.softmax_backward, case=backward_case)
+    for label, edits in (("B forward segments of 256 KB, no shorter cut", forward_segments(262144, 0)),
+                         ("C 2-byte forward segments of 256 KB, no shorter cut", forward_segments(262144, 0, (2,))),
+                         ("D forward segments of 224 KB, no shorter cut", forward_segments(229376, 0))):
+        ab_trials(label, rewritten(f"triton_softmax_r90{label[0]}", edits).softmax_forward, H200_FORWARD, out,
+                  trials=3)
+
+
 PROBES = {probe.__name__: probe for probe in (segment_rule, segment_rule_sweep, prefetch_again, wait_prefetch_two_byte,
                                               segment_rule_with_wait, backward_wait_prefetch, fp32_polling,
                                               write_pairs_again, against_compile,
                                               retune_waits, reload_rows, one_warp_few_segments,
                                               one_warp_whole_vectors, even_rows, l2_head,
-                                              l2_head_priority, since_c60f2b1)}
+                                              l2_head_priority, since_c60f2b1, h200_segments)}
 
 
 if __name__ == "__main__":
