@@ -1280,6 +1280,11 @@ class Plan(NamedTuple):
     edges_apart: bool = False  # tile: inner tiles unmasked, the edge tiles after them (see _tile_online_fwd_kernel)
     shorter_segment_bytes: float = 0  # tile-stream: a shorter cut of the row, taken where the grid's arithmetic
                                       # favours it (see SHORTER_SEGMENT_GAIN; 0: none)
+    min_l2_bytes: int = 0  # ... and the GPU's L2 holds at least this many bytes (see L2_60_MB)
+
+
+# An L2 this large or larger takes the table's min_l2_bytes rows: 60 MiB, the H200's (the H100's holds 50 MiB).
+L2_60_MB = 60 << 20
 
 
 # Short rows: tiles of ~4096 elements, so each program moves 8-16 KB and a thread holds 2-4
@@ -1421,6 +1426,14 @@ class Plan(NamedTuple):
 # and dy together) of 192 KB, 3 blocks, for rows of 65,537-262,144 columns: +4-6% at 131,072-262,144 (fp16 262,144:
 # +0.9%); at 524,288-1M they lost 1-8% (more siblings), and 65,536 (one 256 KB segment a row, no exchange) was not
 # measured with them.
+# Since round 90 (notes/probes/2026-11-25-h200-trials-{since-c60f2b1,segments}.json) the segments differ by GPU: on
+# an H200 the H100's 224/192 KB forward segments and 192 KB backward ones lost to the 256 KB they replaced, so rows
+# keyed on an L2 of 60 MB or more (min_l2_bytes; the H200's 60 MB against the H100's 50 MB tells the two apart, though
+# which of the H200's differences, its L2 or its faster HBM, favours the longer segment was not measured) keep 256 KB.
+# Against the H100's rows, on an H200, three fresh inputs a shape: forward 2-byte 262,144 +6-10%, 524,288-1M +2-3%,
+# fp32 131,072-1M +2-6% but 777,777 -0.9% and 100,000 0.0%; backward 2-byte 100,000 +7-8%, 131,072-262,144 +2-9%,
+# fp32 100,000 -0.8%. Without the 192 KB cut, 224 KB segments gained nothing there: the segment's length is what
+# counts.
 SOFTMAX_PLANS = (
     #     op          max_cols  min_rows bytes path      rows  block  warps  progs stages segment unroll
     Plan("forward",        64,        0,  0, "rows",      64,     0,     4,    0),
@@ -1457,6 +1470,9 @@ SOFTMAX_PLANS = (
          edges_apart=True),
     Plan("forward",     65536,        2,  4, "tile",       2,     0,    32,    1,    0,      0, 2, partial_vectors=True),
     Plan("forward",     65536,        0,  4, "exchange",   0,  4096,     8,    4),
+    Plan("forward",  math.inf,        0,  2, "tile-stream", 2,    0,    32,    1,    0, 262144, one_warp_from=2,
+         min_l2_bytes=L2_60_MB),
+    Plan("forward",  math.inf,        0,  4, "tile-stream", 2,    0,    32,    1,    0, 262144, min_l2_bytes=L2_60_MB),
     Plan("forward",  math.inf,        0,  2, "tile-stream", 2,    0,    32,    1,    0, 229376, one_warp_from=2,
          shorter_segment_bytes=196608),
     Plan("forward",  math.inf,        0,  4, "tile-stream", 2,    0,    32,    1,    0, 229376,
@@ -1477,6 +1493,10 @@ SOFTMAX_PLANS = (
     Plan("backward",     65536,        0,  4, "stream",     0,  8192,    32,    1,    1, 262144, one_warp_from=8),
     Plan("backward",     65536,        0,  2, "stream",     0, 16384,    32,    1,    1, 262144, slot_lanes=32,
          maxnreg=64),
+    Plan("backward",    262144,        0,  4, "stream",     0,  8192,    32,    1,    1, 262144, one_warp_from=8,
+         min_l2_bytes=L2_60_MB),
+    Plan("backward",    262144,        0,  2, "stream",     0, 16384,    32,    1,    1, 262144, slot_lanes=32,
+         maxnreg=64, min_l2_bytes=L2_60_MB),
     Plan("backward",    262144,        0,  4, "stream",     0,  8192,    32,    1,    1, 196608, one_warp_from=8),
     Plan("backward",    262144,        0,  2, "stream",     0, 16384,    32,    1,    1, 196608, slot_lanes=32,
          maxnreg=64),
@@ -1617,6 +1637,14 @@ def _new_output(n_rows: int, n_cols: int, like: torch.Tensor) -> torch.Tensor:
     return torch.empty((n_rows, n_cols), dtype=like.dtype, device=like.device)
 
 
+@functools.lru_cache(maxsize=None)
+def _l2_bytes(device: torch.device) -> int:
+    """Bytes of L2 on device (the interpreter: 0, the table's rows for any L2)."""
+    if device.type != "cuda":
+        return 0
+    return torch.cuda.get_device_properties(device).L2_cache_size
+
+
 def _vector_align(element_size: int, *extents: int) -> int:
     """Largest power of two, up to one 16-byte vector of elements, dividing every extent."""
     align = 16 // element_size
@@ -1659,11 +1687,11 @@ def _shared_memory_bytes(device: torch.device) -> int:
 def _select_plan(op: str, n_rows: int, n_cols: int, elem_bytes: int, device: torch.device, align: int) -> Plan:
     """First SOFTMAX_PLANS row of op matching the shape, the element size and the alignment (ALIGN,
     in elements: see _vector_align)."""
-    sm_count = _sm_count(device)
+    sm_count, l2_bytes = _sm_count(device), _l2_bytes(device)
     whole_vectors = align * elem_bytes == 16
     for plan in SOFTMAX_PLANS:
         if (plan.op == op and n_cols <= plan.max_cols and n_rows >= plan.min_rows_per_sm * sm_count
-                and plan.elem_bytes in (0, elem_bytes)
+                and plan.elem_bytes in (0, elem_bytes) and l2_bytes >= plan.min_l2_bytes
                 and not (plan.whole_vectors and not whole_vectors) and not (plan.partial_vectors and whole_vectors)):
             return plan
     raise LookupError(f"SOFTMAX_PLANS has no {op} row for shape ({n_rows}, {n_cols}), {elem_bytes}-byte elements")

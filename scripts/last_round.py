@@ -7,7 +7,8 @@ one item a program takes on SMS SMs; the rounds; the cap items / (rounds x SMs x
 the share of copy; tile-stream's _grid_fill, which also counts the tiles a row's shorter segments leave idle while
 they wait for its longest (round 72); and the rows BALANCE_TAIL would run apart (as if it were on).
 
-    python scripts/last_round.py [SMS]      # default 132, the H100's and the H200's
+    python scripts/last_round.py [SMS] [L2_MB]   # default 132 SMs (the H100's and the H200's) and 50 MB (the H100's;
+                                                 # 60, the H200's, takes the table's min_l2_bytes rows)
 """
 import math
 import sys
@@ -26,6 +27,8 @@ def main() -> None:
     """Print one line per long sweep case and dtype."""
     sms = int(sys.argv[1]) if len(sys.argv) > 1 else 132
     sm._sm_count = lambda device: sms
+    l2_bytes = int(sys.argv[2]) << 20 if len(sys.argv) > 2 else 50 << 20
+    sm._l2_bytes = lambda device: l2_bytes
     sm.BALANCE_TAIL = True
     cases = [c for c in yaml.safe_load(SWEEP.read_text())["cases"] if c["cols"] >= 65536]
     print(f"{'rows x cols':>16} {'dtype':9} {'path':12} {'segments x blocks':>17} {'rows/round':>10} {'rounds':>6} "

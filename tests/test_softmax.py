@@ -818,8 +818,10 @@ def test_grid_fill():
 ])
 def test_tile_stream_takes_the_cut_that_fills_the_grid(n_rows, n_cols, dtype, segments, monkeypatch):
     """The table's tile-stream rows carry a shorter segment (192 KB) that the launch takes where _grid_fill gives it
-    SHORTER_SEGMENT_GAIN more than the plan's 224 KB, on 132 SMs (tiles of 2,048 vectors: 32 KB)."""
+    SHORTER_SEGMENT_GAIN more than the plan's 224 KB, on 132 SMs and a 50 MB L2, the H100's (tiles of 2,048 vectors:
+    32 KB)."""
     monkeypatch.setattr(sm, "_sm_count", lambda device: 132)
+    monkeypatch.setattr(sm, "_l2_bytes", lambda device: 50 << 20)
     x = torch.empty((n_rows, n_cols), dtype=dtype, device="meta")
     y = torch.empty_like(x)
     align = sm._forward_align(y, x)
@@ -835,6 +837,37 @@ def test_tile_stream_takes_the_cut_that_fills_the_grid(n_rows, n_cols, dtype, se
     assert sm._tile_stream_layout(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm,
                                   plan.segment_bytes, align, plan.shorter_segment_bytes) == alone
     assert alone[3] == math.ceil(n_cols * x.element_size() / 229376)
+
+
+@pytest.mark.parametrize("op,n_rows,n_cols,dtype,h100_segment,h200_segment", [
+    ("forward", 512, 1 << 18, torch.float16, 229376, 262144),
+    ("forward", 128, 1 << 20, torch.float32, 229376, 262144),
+    ("forward", 1_342, 100_001, torch.float32, 229376, 262144),
+    ("backward", 1_024, 1 << 17, torch.bfloat16, 196608, 262144),
+    ("backward", 512, 1 << 18, torch.float32, 196608, 262144),
+    ("backward", 128, 1 << 20, torch.float16, 262144, 262144),  # longer rows: 256 KB on both
+])
+def test_segments_follow_the_l2(op, n_rows, n_cols, dtype, h100_segment, h200_segment, monkeypatch):
+    """GPUs with a 60 MB L2 (the H200) take 256 KB segments without a shorter cut; 50 MB (the H100) keeps the
+    224/192 KB forward and 192 KB backward segments of rows to 262,144 columns; the path is the same on both."""
+    monkeypatch.setattr(sm, "_sm_count", lambda device: 132)
+    align = contiguous_align(n_cols, dtype)
+    plans = {}
+    for gpu, l2_bytes in (("h100", 50 << 20), ("h200", 60 << 20)):
+        monkeypatch.setattr(sm, "_l2_bytes", lambda device, l2_bytes=l2_bytes: l2_bytes)
+        plans[gpu] = sm._select_plan(op, n_rows, n_cols, dtype.itemsize, DEVICE, align)
+    assert (plans["h100"].segment_bytes, plans["h200"].segment_bytes) == (h100_segment, h200_segment)
+    assert plans["h200"].shorter_segment_bytes == 0
+    assert plans["h100"].path == plans["h200"].path == ("tile-stream" if op == "forward" else "stream")
+    assert plans["h100"]._replace(segment_bytes=0, shorter_segment_bytes=0, min_l2_bytes=0) == \
+        plans["h200"]._replace(segment_bytes=0, shorter_segment_bytes=0, min_l2_bytes=0)
+
+
+@pytest.mark.skipif(not INTERPRETING, reason="asks the interpreter's stand-in for an L2")
+def test_interpreter_takes_the_rows_for_any_l2():
+    """Off CUDA there is no L2 to ask: the table's rows without min_l2_bytes, the H100's."""
+    assert sm._l2_bytes(DEVICE) == 0
+    assert sm._select_plan("forward", 1, 1 << 20, 4, DEVICE, 4).min_l2_bytes == 0
 
 
 @pytest.mark.parametrize("n_rows,n_cols,dtype,paths", [
