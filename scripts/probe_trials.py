@@ -425,12 +425,38 @@ def h200_segments(out: list) -> None:
                   trials=3)
 
 
+def resized(name: str, path: str, segment_bytes: int):
+    """A copy of the working tree's module whose path rows (tile-stream or stream), for every L2, cut rows in
+    segments of segment_bytes and no shorter ones."""
+    module = module_from_source(name, Path(sm.__file__).read_text())
+    module.SOFTMAX_PLANS = tuple(plan._replace(segment_bytes=segment_bytes, shorter_segment_bytes=0)
+                                 if plan.path == path else plan for plan in module.SOFTMAX_PLANS)
+    return module
+
+
+LONGER_FORWARD = [(131072, "float32")] + [(n, dtype) for n in (262144, 524288, 777777, 1048576)
+                                          for dtype in ("float16", "bfloat16", "float32")]
+LONGER_BACKWARD = [(n, dtype) for n in (262144, 524288, 1048576) for dtype in ("float16", "bfloat16", "float32")]
+
+
+def longer_segments(out: list) -> None:
+    """Round 91: the dispatcher against every tile-stream row in segments of 288, 320 and 384 KB, and every backward
+    stream row in segments (y and dy together) of 320, 384 and 512 KB. ratio > 1: the variant is faster."""
+    for kb in (288, 320, 384):
+        ab_trials(f"forward segments of {kb} KB", resized(f"triton_softmax_r91f{kb}", "tile-stream", kb << 10)
+                  .softmax_forward, LONGER_FORWARD, out, trials=3)
+    for kb in (320, 384, 512):
+        ab_trials(f"backward segments of {kb} KB", resized(f"triton_softmax_r91b{kb}", "stream", kb << 10)
+                  .softmax_backward, LONGER_BACKWARD, out, trials=3, baseline=sm.softmax_backward, case=backward_case)
+
+
 PROBES = {probe.__name__: probe for probe in (segment_rule, segment_rule_sweep, prefetch_again, wait_prefetch_two_byte,
                                               segment_rule_with_wait, backward_wait_prefetch, fp32_polling,
                                               write_pairs_again, against_compile,
                                               retune_waits, reload_rows, one_warp_few_segments,
                                               one_warp_whole_vectors, even_rows, l2_head,
-                                              l2_head_priority, since_c60f2b1, h200_segments)}
+                                              l2_head_priority, since_c60f2b1, h200_segments,
+                                              longer_segments)}
 
 
 if __name__ == "__main__":
