@@ -450,13 +450,39 @@ def longer_segments(out: list) -> None:
                   .softmax_backward, LONGER_BACKWARD, out, trials=3, baseline=sm.softmax_backward, case=backward_case)
 
 
+def with_settings(name: str, **settings):
+    """A copy of the working tree's module with module-level settings replaced (read at call time by the host code)."""
+    module = module_from_source(name, Path(sm.__file__).read_text())
+    for setting, value in settings.items():
+        assert hasattr(module, setting), setting
+        setattr(module, setting, value)
+    return module
+
+
+TAIL_SHAPES = [(n, dtype) for n in (100000, 100001) for dtype in ("float16", "bfloat16", "float32")]
+EDGE_SHAPES = [(n, dtype) for n in (65535, 100001, 131071) for dtype in ("float16", "bfloat16")]
+PAIRS_SHAPES = [(n, dtype) for n in (65535, 65536) for dtype in ("float16", "bfloat16")]
+
+
+def knobs_on_h200(out: list) -> None:
+    """Round 92: the settings rounds 57-60 left off, or limited, on H100 evidence alone, one at a time against the
+    dispatcher on an H200: BALANCE_TAIL at 100,000-100,001 (1,342 rows), TILE_EDGE_BATCH at odd 2-byte rows of the
+    tile kernel's edges-apart band, and write pairs on rows of 128 KB too (WRITE_PAIRS_ABOVE_ROW_BYTES = 0) at 2-byte
+    65,535-65,536. ratio > 1: the variant is faster."""
+    for label, settings, shapes in (("tail apart", {"BALANCE_TAIL": True}, TAIL_SHAPES),
+                                    ("edge batch", {"TILE_EDGE_BATCH": True}, EDGE_SHAPES),
+                                    ("write pairs on 128 KB rows", {"WRITE_PAIRS_ABOVE_ROW_BYTES": 0}, PAIRS_SHAPES)):
+        ab_trials(label, with_settings(f"triton_softmax_r92_{label[:4]}", **settings).softmax_forward, shapes, out,
+                  trials=3)
+
+
 PROBES = {probe.__name__: probe for probe in (segment_rule, segment_rule_sweep, prefetch_again, wait_prefetch_two_byte,
                                               segment_rule_with_wait, backward_wait_prefetch, fp32_polling,
                                               write_pairs_again, against_compile,
                                               retune_waits, reload_rows, one_warp_few_segments,
                                               one_warp_whole_vectors, even_rows, l2_head,
                                               l2_head_priority, since_c60f2b1, h200_segments,
-                                              longer_segments)}
+                                              longer_segments, knobs_on_h200)}
 
 
 if __name__ == "__main__":
