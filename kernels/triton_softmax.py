@@ -1533,15 +1533,6 @@ TILE_STREAM_WAIT_PREFETCH = {2: 2, 4: 1}
 # for rows that are not whole vectors, +1.5-2% (fp32) and +3-22% (2-byte) at 262,147 and 777,777 columns on the
 # H100 and H200 (notes/probes/2026-11-22-h{100,200}-vector-edges.json). Only for such rows (_vector_edges).
 TILE_STREAM_VECTOR_EDGES = True
-# A persistent grid (tile, tile-stream) runs its items in rounds of one item a program. Where the last round
-# would fill at most half the grid (1,342 rows of 100,000 2-byte columns on 132 SMs: 10 rounds and 22 rows),
-# its rows can run after the full rounds instead, on the table's path for that few rows: tile-stream, whose
-# segments then shrink so that every program has one (_few_rows_segment). If a lone SM reads no faster than one
-# among many (the first pass is latency-bound, round 32), the 22 rows cost a whole round (notes/kernels.md,
-# round 57). Measured off: on the H100 it lost 1.8-2.1% at 2-byte 100,000-100,001 and 1.7-2.0% at fp32, whose gain came
-# from EVEN_SEGMENTS alone (notes/probes/2026-11-25-h100-knobs-split.json, round 60). Kept, off, until the H200 has
-# run the same probe (scripts/probe_ab.py split), where round 57 predicted as much.
-BALANCE_TAIL = False
 # A tile-stream row takes its plan's shorter segments where _grid_fill gives them at least this much more of the grid
 # than the plan's own (a row's segments wait for its longest, and the grid is a multiple of a row's segments, so both
 # the last segment's length and the grid's size decide). Round 72 (H100, 14 shapes of 262,144-1M columns, five fresh
@@ -1559,7 +1550,9 @@ EVEN_SEGMENTS = True
 # the last tile, and each straddling vector; batched, twice (ptxas still splits the two tiles to stay in 64
 # registers), with no spills. Loading the first pass's edge tiles together as well compiled to the same serial
 # loads and spilled (notes/kernels.md, round 58). Measured off: on the H100 within -0.5 to +0.2% of the serial
-# edges at 65,535-131,071 and 100,001 columns (round 60). Kept, off, until the H200 has run scripts/probe_ab.py knobs.
+# edges at 65,535-131,071 and 100,001 columns (round 60); on the H200 (round 92, notes/probes/2026-11-25-h200-trials-
+# knobs.json) +1.3-1.7% for bf16 at 100,001-131,071 but fp16 0.0% there and -0.2 to -0.6% at 65,535. No gain on both
+# GPUs or in both 2-byte types, so it stays off.
 TILE_EDGE_BATCH = False
 # Whether the second pass of the tile and tile-stream kernels (the write: re-read a tile from L2, store its softmax)
 # reads its tiles two at a time before it stores either. Each store may alias the next tile's load (nothing tells the
@@ -2108,48 +2101,14 @@ def _run_backward_plan(dx, y, dy, plan, align):
                          maxnreg=plan.maxnreg)
 
 
-def _rows_per_round(y, x, plan, align) -> int:
-    """Rows that plan's persistent grid takes in one round of one item a program (tile, tile-stream), else 0."""
-    programs = plan.programs_per_sm * _sm_count(x.device)
-    if plan.path == "tile":
-        return programs
-    if plan.path == "tile-stream":
-        n_segments = _tile_stream_layout(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm,
-                                         plan.segment_bytes, align, plan.shorter_segment_bytes)[3]
-        return programs // n_segments
-    return 0
-
-
-def _row_multiple(*tensors) -> int:
-    """Least count of rows whose bytes keep every tensor's 16-byte alignment at a row offset."""
-    return 16 // math.gcd(16, *(t.stride(0) * t.element_size() for t in tensors))
-
-
-def _tail_rows(n_rows: int, rows_per_round: int, row_multiple: int = 1) -> int:
-    """Rows to run apart after the full rounds: those of a last round that would fill at most half the grid,
-    plus as few as keep the rows before them a multiple of row_multiple; 0 if there is no such round."""
-    tail = n_rows % rows_per_round if rows_per_round > 1 and n_rows > rows_per_round else 0
-    if not BALANCE_TAIL or tail == 0 or 2 * tail > rows_per_round:
-        return 0
-    return n_rows - (n_rows - tail) // row_multiple * row_multiple
-
-
 def softmax_forward(x: torch.Tensor) -> torch.Tensor:
-    """Softmax over the last dim of a 2-D tensor, on the SOFTMAX_PLANS path for its shape; rows of a last round
-    that would leave most of a persistent grid idle go after the full rounds, on the path for that many rows."""
+    """Softmax over the last dim of a 2-D tensor, on the SOFTMAX_PLANS path for its shape."""
     x = _as_rows(x, "x")
     y = _new_output(*x.shape, x)
     if x.numel():
         n_rows, n_cols = x.shape
         align = _forward_align(y, x)
-        plan = _select_plan("forward", n_rows, n_cols, x.element_size(), x.device, align)
-        # the grid's rounds only matter with BALANCE_TAIL; off, they are not worked out on every call
-        rows_per_round = _rows_per_round(y, x, plan, align) if BALANCE_TAIL else 0
-        head = n_rows - _tail_rows(n_rows, rows_per_round, _row_multiple(x, y))
-        _run_forward_plan(y[:head], x[:head], plan, align)
-        if head < n_rows:
-            tail_plan = _select_plan("forward", n_rows - head, n_cols, x.element_size(), x.device, align)
-            _run_forward_plan(y[head:], x[head:], tail_plan, align)
+        _run_forward_plan(y, x, _select_plan("forward", n_rows, n_cols, x.element_size(), x.device, align), align)
     return y
 
 

@@ -723,20 +723,6 @@ def test_stream_backward_kernel(view, block_size, programs_per_sm, segment_block
     assert_grad(dx, expected, dtype)
 
 
-def test_tail_rows_run_apart_only_when_the_last_round_is_at_most_half_full(monkeypatch):
-    assert sm._tail_rows(1342, 132) == (22 if sm.BALANCE_TAIL else 0)  # the default, whichever it is
-    monkeypatch.setattr(sm, "BALANCE_TAIL", True)
-    assert sm._tail_rows(1342, 132) == 22                # 10 rounds and 22 rows (100,000 columns on 132 SMs)
-    assert sm._tail_rows(1342, 66) == 22                 # the same rows in two segments each
-    assert sm._tail_rows(2048, 132) == 0                 # the last round holds 68 of 132: kept
-    assert sm._tail_rows(1320, 132) == 0                 # whole rounds
-    assert sm._tail_rows(100, 132) == 0                  # one round, not full
-    assert sm._tail_rows(1343, 132, 8) == 23             # the rows before the tail stay a multiple of 8
-    assert sm._tail_rows(1342, 1) == 0 and sm._tail_rows(7, 0) == 0
-    assert sm._row_multiple(torch.empty(2, 100_001, dtype=torch.float16)) == 8  # 200,002-byte rows: 8 rows a 16 B
-    assert sm._row_multiple(torch.empty(2, 100_000, dtype=torch.float16)) == 1
-
-
 def test_probe_variants_set_the_knobs_they_name():
     """scripts/probe_ab.py knobs builds each variant by rewriting the module's knob lines: every knob is there once
     and each variant gets the values it names (a renamed knob would otherwise leave a variant timing the default)."""
@@ -875,32 +861,6 @@ def test_interpreter_takes_the_rows_for_any_l2():
     """Off CUDA there is no L2 to ask: the table's rows without min_l2_bytes, the H100's."""
     assert sm._l2_bytes(DEVICE) == 0
     assert sm._select_plan("forward", 1, 1 << 20, 4, DEVICE, 4).min_l2_bytes == 0
-
-
-@pytest.mark.parametrize("n_rows,n_cols,dtype,paths", [
-    (9, 65_544, torch.float16, ["tile", "tile-stream"]),     # 2 rounds of 4 rows, then 1 row in 5 segments
-    (9, 65_543, torch.bfloat16, ["tile", "tile-stream"]),    # odd rows: 8 rows first, so the tail stays aligned
-    (5, 65_544, torch.float32, ["tile-stream", "tile-stream"]),  # 2 segments a row: 2 rows a round, then 1 row
-], ids=["fp16", "bf16-odd", "fp32"])
-def test_last_round_runs_apart(n_rows, n_cols, dtype, paths, monkeypatch, poisoned_outputs):
-    """On 4 SMs a last round of one row would leave three idle: it runs after the full rounds, every element of
-    both parts written; without BALANCE_TAIL one launch takes them all."""
-    monkeypatch.setattr(sm, "_sm_count", lambda device: 4)
-    monkeypatch.setattr(sm, "BALANCE_TAIL", True)
-    monkeypatch.setattr(sm, "EVEN_SEGMENTS", True)
-    kernels = {sm._tile_online_fwd_kernel: "tile", sm._tile_stream_fwd_kernel: "tile-stream"}
-    launched, launch = [], sm._launch
-    monkeypatch.setattr(sm, "_launch", lambda kernel, grid, *args, **kwargs: (
-        launched.append((kernels[kernel], args[1].shape[0])),
-        launch(kernel, grid, *args, **kwargs)))
-    x = make_input((n_rows, n_cols), dtype)
-    assert_softmax(sm.softmax_forward(x), x)
-    assert [path for path, _ in launched] == paths
-    assert sum(rows for _, rows in launched) == n_rows
-    monkeypatch.setattr(sm, "BALANCE_TAIL", False)
-    launched.clear()
-    assert_softmax(sm.softmax_forward(x), x)
-    assert launched == [(paths[0], n_rows)]
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
