@@ -3,7 +3,8 @@
 Three layers, top to bottom:
   1. @triton.jit kernels (fp32 accumulation everywhere; row offsets in int64);
   2. host functions on 2-D tensors: the seed variants (single_block_*, online_*) and the
-     dispatchers softmax_forward / softmax_backward, which pick a path from SOFTMAX_PLANS;
+     dispatchers softmax_forward / softmax_backward, which pick a path from SOFTMAX_PLANS by
+     shape, element size, alignment and the GPU's SM count and L2 size;
   3. a thin torch.autograd.Function and `softmax(x, dim)`, a drop-in for torch.softmax.
 
 Paths (see notes/kernels.md for the memory-traffic reasoning and the measurements):
@@ -1433,7 +1434,8 @@ L2_60_MB = 60 << 20
 # Against the H100's rows, on an H200, three fresh inputs a shape: forward 2-byte 262,144 +6-10%, 524,288-1M +2-3%,
 # fp32 131,072-1M +2-6% but 777,777 -0.9% and 100,000 0.0%; backward 2-byte 100,000 +7-8%, 131,072-262,144 +2-9%,
 # fp32 100,000 -0.8%. Without the 192 KB cut, 224 KB segments gained nothing there: the segment's length is what
-# counts.
+# counts. Longer ones lost on the H200 wherever a segment grew: forward 288-384 KB -4% to -15%, backward 320-512 KB
+# -2% to -18% (round 91, ...-h200-trials-longer-segments.json), so 256 KB is its optimum from both sides.
 SOFTMAX_PLANS = (
     #     op          max_cols  min_rows bytes path      rows  block  warps  progs stages segment unroll
     Plan("forward",        64,        0,  0, "rows",      64,     0,     4,    0),
