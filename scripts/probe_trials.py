@@ -497,6 +497,15 @@ def in_flight_h200(out: list) -> None:
         ab_trials(label, module.softmax_forward, IN_FLIGHT_SHAPES, out, trials=3)
 
 
+def sixteen_warps(out: list) -> None:
+    """Round 95: the tile-stream rows (the GPU takes its own) as one 16-warp program an SM (128 registers a thread) at
+    4 vectors a thread a step, unrolled twice (64 KB of loads in flight an SM) and once (32 KB, as today), each
+    against the dispatcher. ratio > 1: the variant is faster."""
+    for label, unroll in (("16 warps, 4 vectors, unrolled twice", 2), ("16 warps, 4 vectors", 1)):
+        module = tile_stream_rows(f"triton_softmax_r95_{unroll}", num_warps=16, rows_per_program=4, unroll=unroll)
+        ab_trials(label, module.softmax_forward, IN_FLIGHT_SHAPES, out, trials=3)
+
+
 PROBES = {probe.__name__: probe for probe in (segment_rule, segment_rule_sweep, prefetch_again, wait_prefetch_two_byte,
                                               segment_rule_with_wait, backward_wait_prefetch, fp32_polling,
                                               write_pairs_again, against_compile,
@@ -504,7 +513,7 @@ PROBES = {probe.__name__: probe for probe in (segment_rule, segment_rule_sweep, 
                                               one_warp_whole_vectors, even_rows, l2_head,
                                               l2_head_priority, since_c60f2b1, h200_segments,
                                               longer_segments, knobs_on_h200,
-                                              in_flight_h200)}
+                                              in_flight_h200, sixteen_warps)}
 
 
 if __name__ == "__main__":
