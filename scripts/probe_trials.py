@@ -506,6 +506,55 @@ def sixteen_warps(out: list) -> None:
         ab_trials(label, module.softmax_forward, IN_FLIGHT_SHAPES, out, trials=3)
 
 
+CARVEOUT_SHAPES = [(131072, "float32"), (262144, "float32"), (1048576, "float32"), (262144, "float16"),
+                   (1048576, "float16")]
+
+
+def tile_stream_functions(x) -> list:
+    """The CUfunction handles of the kernels one dispatcher forward of x launches."""
+    sm._launch_log = []
+    try:
+        sm.softmax_forward(x)
+        return [handle.function for _, handle, _ in sm._launch_log if handle is not None]
+    finally:
+        sm._launch_log = None
+
+
+def set_carveout(functions, percent: int) -> None:
+    """cuFuncSetAttribute(PREFERRED_SHARED_MEMORY_CARVEOUT = 9, percent) on each function (-1: the driver's choice,
+    0: the most L1, 100: the most shared memory)."""
+    import ctypes
+    libcuda = ctypes.CDLL("libcuda.so.1")
+    for function in functions:
+        assert libcuda.cuFuncSetAttribute(ctypes.c_void_p(function), 9, percent) == 0, percent
+
+
+def carveout(out: list) -> None:
+    """Round 96: the tile-stream kernels with the L1/shared split left to the driver (-1, the product today) against
+    the most L1 (0) and the most shared memory (100), three fresh inputs a shape, each timing on a graph captured after
+    the attribute was set. ratio > 1: the preference is faster than the driver's choice."""
+    for n, dtype in CARVEOUT_SHAPES:
+        for percent in (0, 100):
+            ratios = []
+            for trial in range(3):
+                m, (x,), moved, ref, scale = forward_case(n, dtype)
+                functions = tile_stream_functions(x)
+                times = {}
+                for setting in ((-1, percent) if trial % 2 == 0 else (percent, -1)):
+                    set_carveout(functions, setting)
+                    assert check(sm.softmax_forward(x), ref, dtype, scale)["passed"]
+                    times[setting] = timed(sm.softmax_forward, x)["ms"]
+                set_carveout(functions, -1)
+                ratios.append(times[-1] / times[percent])
+                del x, ref, scale
+                torch.cuda.empty_cache()
+            line = {"probe": f"carveout {percent}", "cols": n, "dtype": dtype, "rows": m, "ratios": ratios,
+                    "median_ratio": statistics.median(ratios)}
+            print(f"carveout {percent} {m}x{n} {dtype}: median {line['median_ratio']:.4f}, trials "
+                  + " ".join(f"{r:.3f}" for r in ratios), flush=True)
+            out.append(line)
+
+
 PROBES = {probe.__name__: probe for probe in (segment_rule, segment_rule_sweep, prefetch_again, wait_prefetch_two_byte,
                                               segment_rule_with_wait, backward_wait_prefetch, fp32_polling,
                                               write_pairs_again, against_compile,
@@ -513,7 +562,8 @@ PROBES = {probe.__name__: probe for probe in (segment_rule, segment_rule_sweep, 
                                               one_warp_whole_vectors, even_rows, l2_head,
                                               l2_head_priority, since_c60f2b1, h200_segments,
                                               longer_segments, knobs_on_h200,
-                                              in_flight_h200, sixteen_warps)}
+                                              in_flight_h200, sixteen_warps,
+                                              carveout)}
 
 
 if __name__ == "__main__":
