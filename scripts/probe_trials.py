@@ -555,6 +555,13 @@ def carveout(out: list) -> None:
             out.append(line)
 
 
+def no_prefetch(out: list) -> None:
+    """Round 97: tile-stream without its L2 prefetch (TILE_STREAM_PREFETCH = 0) against the dispatcher. ratio > 1: the
+    variant is faster."""
+    ab_trials("no L2 prefetch", with_settings("triton_softmax_r97", TILE_STREAM_PREFETCH=0).softmax_forward,
+              IN_FLIGHT_SHAPES, out, trials=3)
+
+
 PROBES = {probe.__name__: probe for probe in (segment_rule, segment_rule_sweep, prefetch_again, wait_prefetch_two_byte,
                                               segment_rule_with_wait, backward_wait_prefetch, fp32_polling,
                                               write_pairs_again, against_compile,
@@ -563,7 +570,7 @@ PROBES = {probe.__name__: probe for probe in (segment_rule, segment_rule_sweep, 
                                               l2_head_priority, since_c60f2b1, h200_segments,
                                               longer_segments, knobs_on_h200,
                                               in_flight_h200, sixteen_warps,
-                                              carveout)}
+                                              carveout, no_prefetch)}
 
 
 if __name__ == "__main__":
