@@ -425,13 +425,26 @@ def h200_segments(out: list) -> None:
                   trials=3)
 
 
-def resized(name: str, path: str, segment_bytes: int):
-    """A copy of the working tree's module whose path rows (tile-stream or stream), for every L2, cut rows in
-    segments of segment_bytes and no shorter ones."""
+def with_settings(name: str, **settings):
+    """A copy of the working tree's module with module-level settings replaced (read at call time by the host code)."""
     module = module_from_source(name, Path(sm.__file__).read_text())
-    module.SOFTMAX_PLANS = tuple(plan._replace(segment_bytes=segment_bytes, shorter_segment_bytes=0)
-                                 if plan.path == path else plan for plan in module.SOFTMAX_PLANS)
+    for setting, value in settings.items():
+        assert hasattr(module, setting), setting
+        setattr(module, setting, value)
     return module
+
+
+def with_plans(name: str, path: str, **changes):
+    """A copy of the working tree's module whose SOFTMAX_PLANS rows of path, for every L2, take changes."""
+    module = with_settings(name)
+    module.SOFTMAX_PLANS = tuple(plan._replace(**changes) if plan.path == path else plan
+                                 for plan in module.SOFTMAX_PLANS)
+    return module
+
+
+def resized(name: str, path: str, segment_bytes: int):
+    """with_plans cutting path's rows (tile-stream or stream) in segments of segment_bytes and no shorter ones."""
+    return with_plans(name, path, segment_bytes=segment_bytes, shorter_segment_bytes=0)
 
 
 LONGER_FORWARD = [(131072, "float32")] + [(n, dtype) for n in (262144, 524288, 777777, 1048576)
@@ -450,15 +463,6 @@ def longer_segments(out: list) -> None:
                   .softmax_backward, LONGER_BACKWARD, out, trials=3, baseline=sm.softmax_backward, case=backward_case)
 
 
-def with_settings(name: str, **settings):
-    """A copy of the working tree's module with module-level settings replaced (read at call time by the host code)."""
-    module = module_from_source(name, Path(sm.__file__).read_text())
-    for setting, value in settings.items():
-        assert hasattr(module, setting), setting
-        setattr(module, setting, value)
-    return module
-
-
 EDGE_SHAPES = [(n, dtype) for n in (65535, 100001, 131071) for dtype in ("float16", "bfloat16")]
 PAIRS_SHAPES = [(n, dtype) for n in (65535, 65536) for dtype in ("float16", "bfloat16")]
 
@@ -475,14 +479,6 @@ def knobs_on_h200(out: list) -> None:
                   trials=3)
 
 
-def tile_stream_rows(name: str, **changes):
-    """A copy of the working tree's module whose tile-stream rows, for every L2, take changes."""
-    module = module_from_source(name, Path(sm.__file__).read_text())
-    module.SOFTMAX_PLANS = tuple(plan._replace(**changes) if plan.path == "tile-stream" else plan
-                                 for plan in module.SOFTMAX_PLANS)
-    return module
-
-
 IN_FLIGHT_SHAPES = ([(n, "float32") for n in (131072, 262144, 524288, 1048576)]
                     + [(n, dtype) for n in (262144, 1048576) for dtype in ("float16", "bfloat16")]
                     + [(524288, "float16"), (777777, "float16")])
@@ -491,9 +487,10 @@ IN_FLIGHT_SHAPES = ([(n, "float32") for n in (131072, 262144, 524288, 1048576)]
 def in_flight_h200(out: list) -> None:
     """Round 94: the tile-stream rows (the GPU takes its own) unrolled twice, at 4 vectors a thread a step, and with
     L2 asked two steps ahead, each against the dispatcher. ratio > 1: the variant is faster."""
-    for label, module in (("unrolled twice", tile_stream_rows("triton_softmax_r94a", unroll=2)),
-                          ("4 vectors a thread a step", tile_stream_rows("triton_softmax_r94b", rows_per_program=4)),
-                          ("L2 asked two steps ahead", with_settings("triton_softmax_r94c", TILE_STREAM_PREFETCH=2))):
+    variants = (("unrolled twice", with_plans("triton_softmax_r94a", "tile-stream", unroll=2)),
+                ("4 vectors a thread a step", with_plans("triton_softmax_r94b", "tile-stream", rows_per_program=4)),
+                ("L2 asked two steps ahead", with_settings("triton_softmax_r94c", TILE_STREAM_PREFETCH=2)))
+    for label, module in variants:
         ab_trials(label, module.softmax_forward, IN_FLIGHT_SHAPES, out, trials=3)
 
 
@@ -502,7 +499,8 @@ def sixteen_warps(out: list) -> None:
     4 vectors a thread a step, unrolled twice (64 KB of loads in flight an SM) and once (32 KB, as today), each
     against the dispatcher. ratio > 1: the variant is faster."""
     for label, unroll in (("16 warps, 4 vectors, unrolled twice", 2), ("16 warps, 4 vectors", 1)):
-        module = tile_stream_rows(f"triton_softmax_r95_{unroll}", num_warps=16, rows_per_program=4, unroll=unroll)
+        module = with_plans(f"triton_softmax_r95_{unroll}", "tile-stream", num_warps=16, rows_per_program=4,
+                            unroll=unroll)
         ab_trials(label, module.softmax_forward, IN_FLIGHT_SHAPES, out, trials=3)
 
 
