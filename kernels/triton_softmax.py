@@ -27,6 +27,9 @@ Paths (see notes/kernels.md for the memory-traffic reasoning and the measurement
              for the tile one step ahead (TILE_STREAM_PREFETCH); rows that start off a 128-byte
              line are read from that line's start (_line_bases).
   stream   - the backward's "tile-stream": per-lane partials and software-pipelined loads.
+  tma-stream - the forward's tile-stream for float32 rows on a GPU of compute capability 9.0 or more, each
+             segment held in shared memory, loaded by the TMA (kernels/gluon_softmax.py, in Gluon; imported only
+             when launched; the interpreter takes tile-stream instead).
 
 Nothing here touches a device at import time.
 """
@@ -1261,15 +1264,16 @@ class Plan(NamedTuple):
     min_rows_per_sm: int   # ... and n_rows >= min_rows_per_sm * SM count ...
     elem_bytes: int        # ... and the element size is elem_bytes (0: any); first match wins
     path: str              # "rows" | "rows-pipelined" | "row-tiles" | "tile" | "online" | "exchange" | "tile-stream"
-                           # | "stream"
+                           # | "stream" | "tma-stream" (only for tensors the TMA can take: _tma_stream_eligible)
                            # (module docstring)
     rows_per_program: int  # rows: rows per program (tile = rows_per_program x next_pow2(n_cols));
-                           # tile, tile-stream: 16-byte vectors per thread per step
+                           # tile, tile-stream, tma-stream: 16-byte vectors per thread per step
     block_size: int        # online, stream: columns per loop step; exchange: columns per chunk; row-tiles: lanes a tile
     num_warps: int
     programs_per_sm: int   # tile, online, exchange, stream, rows-pipelined: persistent grid = programs_per_sm * SMs
     num_stages: int = 0    # stream, rows-pipelined: software-pipeline depth of the loop (blocks or rows in flight + 1)
-    segment_bytes: float = 0  # stream, tile-stream: bytes of a row one program streams twice at most
+    segment_bytes: float = 0  # stream, tile-stream: bytes of a row one program streams twice at most;
+                              # tma-stream: bytes of a row one program holds in shared memory at most
     unroll: int = 1        # tile, tile-stream: loop unroll factor (loads of the next steps issued early)
     whole_vectors: bool = False  # the row applies only to rows of whole 16-byte vectors (ALIGN = 16 / elem_bytes)
     partial_vectors: bool = False  # ... only to rows that are not whole 16-byte vectors
@@ -1427,6 +1431,13 @@ L2_60_MB = 60 << 20
 # and dy together) of 192 KB, 3 blocks, for rows of 65,537-262,144 columns: +4-6% at 131,072-262,144 (fp16 262,144:
 # +0.9%); at 524,288-1M they lost 1-8% (more siblings), and 65,536 (one 256 KB segment a row, no exchange) was not
 # measured with them.
+# Since round 98 (notes/probes/2026-11-26-h{200,100}-tma-stream-single.json) float32 rows of whole vectors past
+# 65,536 columns take "tma-stream" where the TMA can read them (contiguous, 16-byte-aligned, sm_90+; see
+# _tma_stream_eligible), and tile-stream otherwise: each segment (up to 224 KB) in shared memory, 8 warps of 4 vectors
+# a thread. Against tile-stream, two fresh inputs a shape: H200 +11.3% (131,072), +13.6% (262,144), +14.1% (524,288),
+# +16.4% (1M); H100 +0.9%, +3.9%, +5.0%, +11.7%. 16 warps of 2 vectors were 1-6% behind on both; 32 warps, or two
+# halves of 104 KB (so that a whole item's loads are in flight), lost on the H200. 2-byte rows lost there (fp16 262,144
+# -8% on the H200, -1% on the H100; 1M -15% and -10%): their first pass is bound by its exp work, not by its loads.
 # Since round 90 (notes/probes/2026-11-25-h200-trials-{since-c60f2b1,segments}.json) the segments differ by GPU: on
 # an H200 the H100's 224/192 KB forward segments and 192 KB backward ones lost to the 256 KB they replaced, so rows
 # keyed on an L2 of 60 MB or more (min_l2_bytes; the H200's 60 MB against the H100's 50 MB tells the two apart, though
@@ -1472,6 +1483,7 @@ SOFTMAX_PLANS = (
          edges_apart=True),
     Plan("forward",     65536,        2,  4, "tile",       2,     0,    32,    1,    0,      0, 2, partial_vectors=True),
     Plan("forward",     65536,        0,  4, "exchange",   0,  4096,     8,    4),
+    Plan("forward",  math.inf,        0,  4, "tma-stream", 4,    0,     8,    1,    0, 229376, whole_vectors=True),
     Plan("forward",  math.inf,        0,  2, "tile-stream", 2,    0,    32,    1,    0, 262144, one_warp_from=2,
          min_l2_bytes=L2_60_MB),
     Plan("forward",  math.inf,        0,  4, "tile-stream", 2,    0,    32,    1,    0, 262144, min_l2_bytes=L2_60_MB),
@@ -1679,17 +1691,36 @@ def _shared_memory_bytes(device: torch.device) -> int:
     return triton.runtime.driver.active.utils.get_device_properties(index)["max_shared_mem"]
 
 
-def _select_plan(op: str, n_rows: int, n_cols: int, elem_bytes: int, device: torch.device, align: int) -> Plan:
+def _select_plan(op: str, n_rows: int, n_cols: int, elem_bytes: int, device: torch.device, align: int,
+                 tma: bool = False) -> Plan:
     """First SOFTMAX_PLANS row of op matching the shape, the element size and the alignment (ALIGN,
-    in elements: see _vector_align)."""
+    in elements: see _vector_align); "tma-stream" rows only where tma (the tensor is _tma_stream_eligible)."""
     sm_count, l2_bytes = _sm_count(device), _l2_bytes(device)
     whole_vectors = align * elem_bytes == 16
     for plan in SOFTMAX_PLANS:
         if (plan.op == op and n_cols <= plan.max_cols and n_rows >= plan.min_rows_per_sm * sm_count
                 and plan.elem_bytes in (0, elem_bytes) and l2_bytes >= plan.min_l2_bytes
-                and not (plan.whole_vectors and not whole_vectors) and not (plan.partial_vectors and whole_vectors)):
+                and not (plan.whole_vectors and not whole_vectors) and not (plan.partial_vectors and whole_vectors)
+                and (tma or plan.path != "tma-stream")):
             return plan
     raise LookupError(f"SOFTMAX_PLANS has no {op} row for shape ({n_rows}, {n_cols}), {elem_bytes}-byte elements")
+
+
+@functools.lru_cache(maxsize=None)
+def _gluon_softmax():
+    """kernels.gluon_softmax, imported on first use (None where this Triton lacks Gluon's Hopper TMA)."""
+    try:
+        from kernels import gluon_softmax
+    except (ImportError, AttributeError):
+        return None
+    return gluon_softmax
+
+
+def _tma_stream_eligible(x: torch.Tensor) -> bool:
+    """Whether x may take a "tma-stream" row: long rows (where the table has one) on a CUDA GPU, not the interpreter,
+    that kernels.gluon_softmax can read (its tma_stream_eligible)."""
+    return (x.shape[1] > MAX_FUSED_SIZE and x.is_cuda and not _interpreting() and _gluon_softmax() is not None
+            and _gluon_softmax().tma_stream_eligible(x))
 
 
 def _max_polls() -> int:
@@ -2081,6 +2112,9 @@ def _run_forward_plan(y, x, plan, align):
                              log2, vector_edges=plan.partial_vectors, edges_apart=plan.edges_apart)
     elif plan.path == "exchange":
         _forward_exchange(y, x, plan.block_size, plan.num_warps, plan.programs_per_sm, align)
+    elif plan.path == "tma-stream":
+        _gluon_softmax().tma_stream_forward(y, x, plan.rows_per_program, plan.num_warps, plan.segment_bytes,
+                                            _max_polls())
     else:
         _forward_tile_stream(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm, plan.segment_bytes,
                              align, plan.unroll, log2, one_warp_from=plan.one_warp_from,
@@ -2110,7 +2144,8 @@ def softmax_forward(x: torch.Tensor) -> torch.Tensor:
     if x.numel():
         n_rows, n_cols = x.shape
         align = _forward_align(y, x)
-        _run_forward_plan(y, x, _select_plan("forward", n_rows, n_cols, x.element_size(), x.device, align), align)
+        plan = _select_plan("forward", n_rows, n_cols, x.element_size(), x.device, align, _tma_stream_eligible(x))
+        _run_forward_plan(y, x, plan, align)
     return y
 
 

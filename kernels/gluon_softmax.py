@@ -1,0 +1,241 @@
+"""The forward's "tma-stream" path: float32 rows too long for one SM, each segment held in shared memory (Gluon).
+
+Layer 1 and 2 of one path, apart from kernels/triton_softmax.py because it is written in Gluon
+(triton.experimental.gluon), Triton's lower-level language with user-managed shared memory and the Tensor Memory
+Accelerator (TMA). Gluon kernels run only on a CUDA GPU of compute capability 9.0 or more, never on the
+interpreter, so triton_softmax imports this module only when it launches the path (tma_stream_eligible says when),
+and the interpreter's tests take "tile-stream" for the same rows. Its GPU tests are tests/test_gluon_softmax.py.
+
+Like tile-stream, a persistent grid (one program an SM) walks (row, segment) items and a row's segments exchange
+their (max, sum) through slots in global memory. The difference is where a segment waits between its two passes:
+here all of it (up to 14 tiles of 16 KB) sits in shared memory, asked of the TMA at once, where tile-stream re-reads
+it through L1. So the bytes in flight are bounded by shared memory rather than by registers, and as soon as every
+warp has read tile i of this item, tile i of the program's next item is asked for: the next item's reads overlap
+this item's writes and its wait for siblings. Measured against tile-stream on fp32 rows of 131,072-1M columns
+(notes/kernels.md, round 98): +11% to +16% on an H200, +1% to +12% on an H100; 2-byte rows lost (3-15%), their
+pass 1 being bound by its exp work rather than by loads, so they stay on tile-stream.
+
+The input is read through a descriptor that views the contiguous tensor as [numel / W, W] (W: 512 or 256 bytes of
+elements), one box of such view rows a tile, so a tile may start anywhere a view row does: a segment's first tile
+starts at the view row that holds its first element, and masks drop what lies outside the segment.
+"""
+import torch
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+# ----------------------------------------------------------------------------------------------
+# Layer 1: the kernel
+# ----------------------------------------------------------------------------------------------
+
+# A barrier of the program's warps: Gluon's name for it changed between Triton 3.6 (the GPU image's) and 3.8.
+_cta_barrier = gl.thread_barrier if hasattr(gl, "thread_barrier") else gl.barrier
+
+
+@gluon.jit
+def _pack(hi, lo):
+    """Two float32 scalars as one int64 (hi in the upper word), published by one atomic; never 0 for a finished
+    segment (its max is finite, or -inf, whose bits are not 0), so 0 means "missing"."""
+    return ((hi.to(gl.int32, bitcast=True).to(gl.int64) << 32)
+            | (lo.to(gl.int32, bitcast=True).to(gl.int64) & 0xFFFFFFFF))
+
+
+@gluon.jit
+def _item_span(item, n_segments, tiles_per_segment, n_cols, TILE: gl.constexpr, W: gl.constexpr):
+    """(row, flat index of the item's first element, of its end, of its first tile (rounded down to a view row of W
+    elements), its number of tiles)."""
+    row = item // n_segments
+    seg_start = (item - row * n_segments) * tiles_per_segment * TILE
+    first = row * n_cols + seg_start
+    end = row * n_cols + gl.minimum(seg_start + tiles_per_segment * TILE, n_cols)
+    tile_start = first // W * W
+    return row, first, end, tile_start, gl.cdiv(end - tile_start, TILE)
+
+
+@gluon.jit
+def _issue_tile(in_desc, slot, bar, tile_start, W: gl.constexpr):
+    """Ask the TMA for the tile (one box of view rows) at flat index tile_start; bar counts its bytes."""
+    mbarrier.expect(bar, in_desc.block_type.nbytes)
+    tma.async_copy_global_to_shared(in_desc, [tile_start // W, 0], bar, slot)
+
+
+@gluon.jit
+def _tile(smem, slot, dtype: gl.constexpr, TILE: gl.constexpr, VEC: gl.constexpr, layout: gl.constexpr):
+    """The tile in slot as float32 [TILE / VEC, VEC] (one 16-byte vector a row, consecutive threads consecutive
+    vectors: no bank conflicts)."""
+    vectors: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
+    return smem.index(slot)._reinterpret(dtype, [TILE // VEC, VEC], vectors).load(layout).to(gl.float32)
+
+
+@gluon.jit
+def _global_segment_max_sum(input_ptr, first, end, offsets, TILE: gl.constexpr, VEC: gl.constexpr,
+                            layout: gl.constexpr):
+    """(max, sum of exp(x - max)) of the flat elements [first, end), read from global memory: the cold path for a
+    sibling that has not published (see max_polls)."""
+    vec_max = gl.full([TILE // VEC], float("-inf"), gl.float32, layout=gl.SliceLayout(1, layout))
+    vec_sum = gl.full([TILE // VEC], 0.0, gl.float32, layout=gl.SliceLayout(1, layout))
+    for start in range(first, end, TILE):
+        flat = start + offsets
+        x = gl.load(input_ptr + flat.to(gl.int64), mask=flat < end, other=float("-inf")).to(gl.float32)
+        vec_max, vec_sum = _online(vec_max, vec_sum, x)
+    return _combine(vec_max, vec_sum)
+
+
+@gluon.jit
+def _online(vec_max, vec_sum, x):
+    """One step of the running (max, sum of exp(x - max)) per row of a [vectors, VEC] block x."""
+    new_max = gl.maximum(vec_max, gl.max(x, axis=1))
+    safe_max = gl.where(new_max == float("-inf"), 0.0, new_max)  # a vector of only -inf keeps sum 0
+    return new_max, vec_sum * gl.exp(vec_max - safe_max) + gl.sum(gl.exp(x - gl.expand_dims(safe_max, 1)), axis=1)
+
+
+@gluon.jit
+def _combine(vec_max, vec_sum):
+    """(max, sum of exp(x - max)) of all vectors from their running pairs; all -inf gives (-inf, 0)."""
+    seg_max = gl.max(vec_max, axis=0)
+    safe_max = gl.where(seg_max == float("-inf"), 0.0, seg_max)
+    return seg_max, gl.sum(vec_sum * gl.exp(vec_max - safe_max), axis=0)
+
+
+@gluon.jit
+def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_cols, n_segments, tiles_per_segment,
+                           max_polls, TILE: gl.constexpr, SLOTS: gl.constexpr, VEC: gl.constexpr,
+                           ALIGN: gl.constexpr, SEGMENTS_BLOCK: gl.constexpr, NUM_WARPS: gl.constexpr):
+    """Two-pass online softmax of (row, segment) items program_id, program_id + num_programs, ... of a contiguous
+    [n_rows, n_cols] input; a segment is at most SLOTS tiles of TILE elements, held in shared memory from its load
+    to its write. The maxima stay in the input's units (exp(x - m)), as in triton_softmax's float32 kernels."""
+    dtype: gl.constexpr = in_desc.dtype
+    W: gl.constexpr = in_desc.block_type.shape[1]
+    layout: gl.constexpr = gl.BlockedLayout([1, VEC], [32, 1], [NUM_WARPS, 1], [1, 0])
+    smem = gl.allocate_shared_memory(dtype, [SLOTS] + in_desc.block_type.shape, in_desc.layout)
+    bars = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(SLOTS):
+        mbarrier.init(bars.index(i), count=1)
+    n_cols = n_cols // ALIGN * ALIGN  # tells the compiler what the launch checked: 16-byte vectors
+    offsets = (gl.expand_dims(gl.arange(0, TILE // VEC, layout=gl.SliceLayout(1, layout)), 1) * VEC
+               + gl.expand_dims(gl.arange(0, VEC, layout=gl.SliceLayout(0, layout)), 0))
+    siblings = gl.arange(0, SEGMENTS_BLOCK, layout=gl.BlockedLayout([1], [32], [NUM_WARPS], [0]))
+    n_items = n_rows * n_segments
+    step = gl.num_programs(0)
+    item = gl.program_id(0)
+    row, first, end, tile_start, n_tiles = _item_span(item, n_segments, tiles_per_segment, n_cols, TILE, W)
+    for i in gl.static_range(SLOTS):
+        if (i < n_tiles) & (item < n_items):
+            _issue_tile(in_desc, smem.index(i), bars.index(i), tile_start + i * TILE, W)
+    phases = item * 0  # bit i: the phase slot i's barrier completes next
+    for item in range(gl.program_id(0), n_items, step):
+        row, first, end, tile_start, n_tiles = _item_span(item, n_segments, tiles_per_segment, n_cols, TILE, W)
+        vec_max = gl.full([TILE // VEC], float("-inf"), gl.float32, layout=gl.SliceLayout(1, layout))
+        vec_sum = gl.full([TILE // VEC], 0.0, gl.float32, layout=gl.SliceLayout(1, layout))
+        for i in gl.static_range(SLOTS):  # pass 1: each tile as it lands
+            if i < n_tiles:
+                mbarrier.wait(bars.index(i), (phases >> i) & 1)
+                flat = tile_start + i * TILE + offsets
+                x = gl.where((flat >= first) & (flat < end), _tile(smem, i, dtype, TILE, VEC, layout), float("-inf"))
+                vec_max, vec_sum = _online(vec_max, vec_sum, x)
+        phases = phases ^ ((1 << n_tiles) - 1)
+        seg_max, seg_sum = _combine(vec_max, vec_sum)
+        if n_segments == 1:
+            row_max = seg_max
+            inv_row_sum = 1.0 / (seg_sum * gl.exp(seg_max - row_max))  # NaN for a fully -inf row, as in torch
+        else:
+            gl.atomic_xchg(slots_ptr + item, _pack(seg_max, seg_sum), sem="relaxed")
+            ptrs = slots_ptr + row * n_segments + siblings
+            in_row = siblings < n_segments
+            packed = gl.load(ptrs, mask=in_row, other=-1, volatile=True)
+            polls = 0
+            while (gl.sum((packed == 0).to(gl.int32), axis=0) > 0) & (polls < max_polls):
+                packed = gl.load(ptrs, mask=in_row, other=-1, volatile=True)
+                polls += 1
+            if gl.sum((packed == 0).to(gl.int32), axis=0) > 0:
+                # a sibling that is not running (the grid is not co-resident): its partial from global memory,
+                # published so that the row's other segments find it too
+                row_first = row * n_cols
+                for sibling in range(0, n_segments):
+                    if gl.load(slots_ptr + row * n_segments + sibling, volatile=True) == 0:
+                        s_first = row_first + sibling * tiles_per_segment * TILE
+                        s_max, s_sum = _global_segment_max_sum(
+                            input_ptr, s_first, gl.minimum(s_first + tiles_per_segment * TILE, row_first + n_cols),
+                            offsets, TILE, VEC, layout)
+                        gl.atomic_xchg(slots_ptr + row * n_segments + sibling, _pack(s_max, s_sum), sem="relaxed")
+                packed = gl.load(ptrs, mask=in_row, other=-1, volatile=True)
+            part_max = gl.where(in_row, (packed >> 32).to(gl.int32).to(gl.float32, bitcast=True), float("-inf"))
+            part_sum = packed.to(gl.int32).to(gl.float32, bitcast=True)
+            row_max = gl.max(part_max, axis=0)
+            # all -inf parts add 0 * exp(-inf) = 0; a fully -inf row gives NaN, as in torch
+            inv_row_sum = 1.0 / gl.sum(gl.where(in_row, part_sum * gl.exp(part_max - row_max), 0.0), axis=0)
+        next_item = item + step
+        next_row, next_first, next_end, next_tile_start, next_tiles = _item_span(
+            next_item, n_segments, tiles_per_segment, n_cols, TILE, W)
+        if next_item >= n_items:
+            next_tiles = 0
+        for i in gl.static_range(SLOTS):  # pass 2, from shared memory; the next item's tile i follows tile i
+            if i < n_tiles:
+                flat = tile_start + i * TILE + offsets
+                y = gl.exp(_tile(smem, i, dtype, TILE, VEC, layout) - row_max) * inv_row_sum
+                gl.store(output_ptr + flat.to(gl.int64), y.to(dtype), mask=(flat >= first) & (flat < end))
+            if i < next_tiles:
+                fence_async_shared()
+                _cta_barrier()  # every warp has read slot i
+                _issue_tile(in_desc, smem.index(i), bars.index(i), next_tile_start + i * TILE, W)
+    for i in gl.static_range(SLOTS):
+        mbarrier.invalidate(bars.index(i))
+
+
+# ----------------------------------------------------------------------------------------------
+# Layer 2: eligibility and launch
+# ----------------------------------------------------------------------------------------------
+
+# Shared memory a program may hold: 14 tiles of 16 KB and the barriers, under the 227 KB a Hopper program may take.
+SEGMENT_BYTES = 229376
+# View rows of these many bytes, the first that divides the tensor (a TMA box's rows are 16-byte multiples, and
+# narrower ones, many to a box, moved data at half of copy speed in round 6).
+VIEW_ROW_BYTES = (512, 256)
+
+
+def _view_width(x: torch.Tensor) -> int:
+    """Elements a row of the descriptor's view of x (0: no view row width divides it)."""
+    for row_bytes in VIEW_ROW_BYTES:
+        if x.numel() % (row_bytes // x.element_size()) == 0:
+            return row_bytes // x.element_size()
+    return 0
+
+
+def tma_stream_eligible(x: torch.Tensor) -> bool:
+    """Whether the tma-stream kernel can take x: a CUDA tensor of compute capability 9.0 or more, contiguous, on a
+    16-byte-aligned base, of rows of whole 16-byte vectors, with a view row width dividing it and fewer than 2^31
+    elements (the kernel's flat indices are 32-bit)."""
+    return (x.is_cuda and x.dim() == 2 and x.is_contiguous() and x.data_ptr() % 16 == 0
+            and torch.cuda.get_device_capability(x.device)[0] >= 9
+            and x.shape[1] % (16 // x.element_size()) == 0 and 0 < x.numel() < 2 ** 31 and _view_width(x) > 0)
+
+
+def _segments(n_cols: int, tile: int, segment_bytes: int, elem_bytes: int, spare: int) -> tuple[int, int]:
+    """(segments a row, tiles a segment): even segments of at most segment_bytes, less one tile where a segment that
+    starts inside a view row may take one tile more."""
+    row_tiles = triton.cdiv(n_cols, tile)
+    most = max(1, min(segment_bytes // (tile * elem_bytes) - spare, row_tiles))
+    n_segments = triton.cdiv(row_tiles, most)
+    return n_segments, triton.cdiv(row_tiles, n_segments)
+
+
+def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int, num_warps: int,
+                       segment_bytes: int, max_polls: int) -> None:
+    """Launch the tma-stream forward from x into y (both contiguous, x eligible: tma_stream_eligible)."""
+    n_rows, n_cols = x.shape
+    elem = x.element_size()
+    vec, width = 16 // elem, _view_width(x)
+    tile = num_warps * 32 * vectors_per_thread * vec
+    spare = 0 if n_cols % width == 0 else 1
+    n_segments, tiles_per_segment = _segments(n_cols, tile, segment_bytes, elem, spare)
+    slots = torch.zeros(n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=x.device)
+    layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=elem * 8, rank=2)
+    view = x.view(-1, width)
+    in_desc = TensorDescriptor(view, list(view.shape), list(view.stride()), [tile // width, width], layout)
+    n_programs = min(torch.cuda.get_device_properties(x.device).multi_processor_count, n_rows * n_segments)
+    _tma_stream_fwd_kernel[(n_programs,)](
+        y, x, in_desc, slots, n_rows, n_cols, n_segments, tiles_per_segment, max_polls, TILE=tile,
+        SLOTS=tiles_per_segment + spare, VEC=vec, ALIGN=vec, SEGMENTS_BLOCK=max(2, triton.next_power_of_2(n_segments)),
+        NUM_WARPS=num_warps, num_warps=num_warps)

@@ -1,0 +1,177 @@
+"""kernels/gluon_softmax.py: the forward's tma-stream path (Gluon, CUDA compute capability 9.0 or more only).
+
+The interpreter cannot run Gluon, so on the CPU these tests check the dispatch (which tensors may take the path), the
+launch arithmetic, and the kernel compiled for sm_90 through ptxas; on a Hopper GPU they check its output against
+float64 on every element, for the shapes that reach each of its code paths.
+
+CPU: TRITON_INTERPRET=1 python -m pytest tests/test_gluon_softmax.py -q
+GPU: python -m pytest tests/test_gluon_softmax.py -q
+"""
+import importlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+INTERPRETING = os.environ.get("TRITON_INTERPRET") == "1"
+if not INTERPRETING and not torch.cuda.is_available():
+    pytest.skip("needs a CUDA GPU, or TRITON_INTERPRET=1 (set before triton is imported)", allow_module_level=True)
+
+sm = importlib.import_module("kernels.triton_softmax")
+gs = importlib.import_module("kernels.gluon_softmax")
+DEVICE = torch.device("cpu" if INTERPRETING else "cuda")
+HOPPER = not INTERPRETING and torch.cuda.get_device_capability()[0] >= 9
+on_hopper = pytest.mark.skipif(not HOPPER, reason="Gluon's TMA kernel runs only on a GPU of compute capability >= 9.0")
+TMA_PLAN = next(plan for plan in sm.SOFTMAX_PLANS if plan.path == "tma-stream")
+# float32 (atol, rtol) against float64, as tests/test_softmax.py's FORWARD_TOL
+ATOL, RTOL = 1e-12, 1e-5
+
+
+def test_only_eligible_float32_rows_past_65536_columns_take_the_row():
+    """The table's tma-stream row serves whole-vector float32 rows past 65,536 columns, and only where the caller says
+    the tensor is eligible; without that (the interpreter, other tensors) the same shapes take tile-stream."""
+    assert (TMA_PLAN.elem_bytes, TMA_PLAN.whole_vectors, TMA_PLAN.segment_bytes) == (4, True, gs.SEGMENT_BYTES)
+    for n_rows, n_cols in ((1, 65540), (128, 1 << 20), (10**6, 262144)):
+        assert sm._select_plan("forward", n_rows, n_cols, 4, DEVICE, 4, True) == TMA_PLAN
+        assert sm._select_plan("forward", n_rows, n_cols, 4, DEVICE, 4).path == "tile-stream"
+    assert sm._select_plan("forward", 10**6, 65536, 4, DEVICE, 4, True).path != "tma-stream"
+    assert sm._select_plan("forward", 128, 1 << 20, 2, DEVICE, 8, True).path == "tile-stream"  # 2-byte rows lost
+    assert sm._select_plan("forward", 128, 100001, 4, DEVICE, 1, True).path == "tile-stream"  # not whole vectors
+
+
+def test_tensors_off_a_gpu_are_never_eligible():
+    """A CPU tensor (the interpreter's) never asks Gluon: the dispatcher's check stops before the import's."""
+    assert not sm._tma_stream_eligible(torch.ones(2, 70000))
+    assert not gs.tma_stream_eligible(torch.ones(2, 70000))
+
+
+@pytest.mark.parametrize("shape,width", [((4, 100000), 128), ((3, 100000), 0), ((16, 524292), 64), ((1, 96), 0),
+                                         ((2, 65536), 128)])
+def test_view_rows_are_the_widest_that_divide_the_tensor(shape, width):
+    """512-byte view rows where the element count allows, 256-byte ones else, none past that (tile-stream)."""
+    assert gs._view_width(torch.empty(shape)) == width
+
+
+@pytest.mark.parametrize("n_cols", [65540, 100000, 131072, 229376 // 4 * 7 + 4, 524292, 777780, 1 << 20])
+@pytest.mark.parametrize("spare", [0, 1])
+def test_segments_cover_the_row_evenly_within_shared_memory(n_cols, spare):
+    """Every tile of a row falls in one segment; segments differ by at most a tile and, with the spare tile a
+    segment starting inside a view row may need, fit the shared memory of the table's row."""
+    tile = TMA_PLAN.num_warps * 32 * TMA_PLAN.rows_per_program * 4
+    n_segments, tiles = gs._segments(n_cols, tile, gs.SEGMENT_BYTES, 4, spare)
+    row_tiles = -(-n_cols // tile)
+    assert (n_segments - 1) * tiles < row_tiles <= n_segments * tiles
+    assert (tiles + spare) * tile * 4 <= gs.SEGMENT_BYTES
+    assert n_segments == -(-row_tiles // (gs.SEGMENT_BYTES // (tile * 4) - spare))
+
+
+# Compiles the table's tma-stream launch for sm_90 through ptxas, outside the interpreter, and prints its resource
+# use: registers, local memory (spills), shared memory, and the TMA loads and 16-byte stores in its SASS.
+HOPPER_COMPILE = """
+import re, subprocess, tempfile
+from pathlib import Path
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.experimental.gluon._runtime import GluonASTSource
+import kernels.triton_softmax as sm
+import kernels.gluon_softmax as gs
+plan = next(plan for plan in sm.SOFTMAX_PLANS if plan.path == "tma-stream")
+tile, width = plan.num_warps * 32 * plan.rows_per_program * 4, 128
+layout = "NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2)"
+signature = {"output_ptr": "*fp32", "input_ptr": "*fp32", "in_desc": f"tensordesc<fp32[{tile // width},{width}],{layout}>",
+             "slots_ptr": "*i64", "n_rows": "i32", "n_cols": "i32", "n_segments": "i32", "tiles_per_segment": "i32",
+             "max_polls": "i32"}
+constexprs = dict(TILE=tile, SLOTS=plan.segment_bytes // (tile * 4), VEC=4, ALIGN=4, SEGMENTS_BLOCK=32,
+                  NUM_WARPS=plan.num_warps)
+signature.update(dict.fromkeys(constexprs, "constexpr"))
+aligned = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 3)}
+kernel = triton.compile(GluonASTSource(fn=gs._tma_stream_fwd_kernel, signature=signature, constexprs=constexprs,
+                                       attrs=aligned), target=GPUTarget("cuda", 90, 32),
+                        options={"num_warps": plan.num_warps})
+cuobjdump = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+with tempfile.NamedTemporaryFile(suffix=".cubin") as cubin:
+    cubin.write(kernel.asm["cubin"])
+    cubin.flush()
+    usage = subprocess.run([str(cuobjdump), "-res-usage", cubin.name], capture_output=True, text=True).stdout
+    sass = subprocess.run([str(cuobjdump), "-sass", cubin.name], capture_output=True, text=True).stdout
+facts = dict(re.findall(r"(REG|STACK|LOCAL):(\\d+)", usage))
+print(facts["REG"], facts["STACK"], facts["LOCAL"], kernel.metadata.shared, sass.count("UTMALDG"),
+      sass.count("STG.E.128"), constexprs["SLOTS"])
+"""
+
+
+def test_tma_stream_compiles_for_hopper_without_spills():
+    """The table's launch compiles for sm_90 with nothing spilled, within a Hopper program's 227 KB of shared memory,
+    one TMA load a tile (for the first item, and for the next as each slot frees) and 16-byte stores."""
+    env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", HOPPER_COMPILE], env=env, capture_output=True, text=True,
+                          timeout=600, cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr[-2000:]
+    registers, stack, local, shared, tma_loads, vector_stores, slots = map(int, done.stdout.split())
+    assert stack == 0 and local == 0, done.stdout  # spills would show as stack or local memory
+    assert 0 < registers <= 255 and shared <= 227 * 1024
+    assert slots == 14 and tma_loads == 2 * slots and vector_stores >= slots
+
+
+def forward_checked(x: torch.Tensor, expect_tma: bool) -> None:
+    """softmax_forward(x) against float64 on every element, after checking which path the dispatcher takes."""
+    align = sm._forward_align(x, x)
+    plan = sm._select_plan("forward", *x.shape, x.element_size(), x.device, align, sm._tma_stream_eligible(x))
+    assert (plan.path == "tma-stream") == expect_tma, plan
+    torch.testing.assert_close(sm.softmax_forward(x).double(), torch.softmax(x.double(), -1), atol=ATOL, rtol=RTOL,
+                               equal_nan=True)
+
+
+def long_rows(n_rows: int, n_cols: int, seed: int = 0) -> torch.Tensor:
+    """randn * 3 with a random offset a row (distinct maxima, never zeros), float32 on the GPU."""
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randn(n_rows, n_cols, generator=generator) * 3 + torch.randn(n_rows, 1, generator=generator) * 10
+    return x.to(DEVICE)
+
+
+# Why each shape: 65,540 (one segment a row, no exchange); 100,000 (256-byte view rows: 512 do not divide it);
+# 2 x 262,144 (2 rows of 5 segments: fewer items than SMs, programs without an item); 300 x 131,072 (more items than
+# SMs: programs loop and reuse their slots, so the barriers' phases turn); 16 x 524,292 (segments start inside view
+# rows: the spare tile); 1 x 1M (19 segments, the widest slot vector).
+@on_hopper
+@pytest.mark.parametrize("n_rows,n_cols", [(8, 65540), (2, 100000), (2, 262144), (300, 131072), (16, 524292),
+                                           (1, 1 << 20)])
+def test_tma_stream_matches_float64(n_rows, n_cols):
+    forward_checked(long_rows(n_rows, n_cols), expect_tma=True)
+
+
+@on_hopper
+def test_tma_stream_masks_and_extremes():
+    """-inf entries weigh 0, a row of -inf gives NaN (as torch), and values near float32's top and bottom come out
+    exact: the kernel keeps its maxima in the input's units, where the log2 domain would overflow past 2.4e38."""
+    x = long_rows(6, 262144, seed=1)
+    x[0, ::3] = float("-inf")
+    x[1] = float("-inf")
+    x[2, :1000] = 3.0e38
+    x[3] = -3.0e38 + x[3]
+    x[4, 200000:] = float("-inf")  # whole segments of -inf beside finite ones
+    forward_checked(x, expect_tma=True)
+
+
+@on_hopper
+def test_tma_stream_computes_partials_its_siblings_have_not_published():
+    """With no wait at all (max_polls 0) a program computes every missing sibling's partial from global memory, the
+    path that keeps a grid that is not co-resident from waiting forever: the output is the same softmax."""
+    x = long_rows(3, 1 << 20, seed=2)
+    y = torch.empty_like(x)
+    gs.tma_stream_forward(y, x, TMA_PLAN.rows_per_program, TMA_PLAN.num_warps, TMA_PLAN.segment_bytes, 0)
+    torch.testing.assert_close(y.double(), torch.softmax(x.double(), -1), atol=ATOL, rtol=RTOL)
+
+
+@on_hopper
+def test_tensors_the_tma_cannot_read_take_tile_stream():
+    """A base off 16 bytes, rows with a gap between them, and an element count no view row width divides: each takes
+    tile-stream, and comes out right."""
+    flat = long_rows(1, 4 * 131072 + 1, seed=3).view(-1)
+    forward_checked(flat[1:].view(4, 131072), expect_tma=False)  # base 4 bytes past a 16-byte boundary
+    wide = long_rows(4, 131072 + 64, seed=4)
+    forward_checked(wide[:, :131072], expect_tma=False)  # row stride 131,136: not contiguous
+    forward_checked(long_rows(3, 100000, seed=5), expect_tma=False)  # 300,000 elements: 64 does not divide it
