@@ -34,6 +34,16 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 _cta_barrier = gl.thread_barrier if hasattr(gl, "thread_barrier") else gl.barrier
 
 
+LOG2E: gl.constexpr = gl.constexpr(1.4426950408889634)
+
+
+@gluon.jit
+def _exp(x):
+    """exp(x) as one multiply and ex2.approx, as Triton's own float32 exp lowers (Gluon's gl.exp adds a range check
+    and a rescale an element, which cost this kernel 10-20% in the first sweep of it, round 98)."""
+    return gl.exp2(x * LOG2E)
+
+
 @gluon.jit
 def _pack(hi, lo):
     """Two float32 scalars as one int64 (hi in the upper word), published by one atomic; never 0 for a finished
@@ -88,7 +98,7 @@ def _online(vec_max, vec_sum, x):
     """One step of the running (max, sum of exp(x - max)) per row of a [vectors, VEC] block x."""
     new_max = gl.maximum(vec_max, gl.max(x, axis=1))
     safe_max = gl.where(new_max == float("-inf"), 0.0, new_max)  # a vector of only -inf keeps sum 0
-    return new_max, vec_sum * gl.exp(vec_max - safe_max) + gl.sum(gl.exp(x - gl.expand_dims(safe_max, 1)), axis=1)
+    return new_max, vec_sum * _exp(vec_max - safe_max) + gl.sum(_exp(x - gl.expand_dims(safe_max, 1)), axis=1)
 
 
 @gluon.jit
@@ -96,7 +106,7 @@ def _combine(vec_max, vec_sum):
     """(max, sum of exp(x - max)) of all vectors from their running pairs; all -inf gives (-inf, 0)."""
     seg_max = gl.max(vec_max, axis=0)
     safe_max = gl.where(seg_max == float("-inf"), 0.0, seg_max)
-    return seg_max, gl.sum(vec_sum * gl.exp(vec_max - safe_max), axis=0)
+    return seg_max, gl.sum(vec_sum * _exp(vec_max - safe_max), axis=0)
 
 
 @gluon.jit
@@ -139,7 +149,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_
         seg_max, seg_sum = _combine(vec_max, vec_sum)
         if n_segments == 1:
             row_max = seg_max
-            inv_row_sum = 1.0 / (seg_sum * gl.exp(seg_max - row_max))  # NaN for a fully -inf row, as in torch
+            inv_row_sum = 1.0 / (seg_sum * _exp(seg_max - row_max))  # NaN for a fully -inf row, as in torch
         else:
             gl.atomic_xchg(slots_ptr + item, _pack(seg_max, seg_sum), sem="relaxed")
             ptrs = slots_ptr + row * n_segments + siblings
@@ -165,7 +175,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_
             part_sum = packed.to(gl.int32).to(gl.float32, bitcast=True)
             row_max = gl.max(part_max, axis=0)
             # all -inf parts add 0 * exp(-inf) = 0; a fully -inf row gives NaN, as in torch
-            inv_row_sum = 1.0 / gl.sum(gl.where(in_row, part_sum * gl.exp(part_max - row_max), 0.0), axis=0)
+            inv_row_sum = 1.0 / gl.sum(gl.where(in_row, part_sum * _exp(part_max - row_max), 0.0), axis=0)
         next_item = item + step
         next_row, next_first, next_end, next_tile_start, next_tiles = _item_span(
             next_item, n_segments, tiles_per_segment, n_cols, TILE, W)
@@ -174,7 +184,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_
         for i in gl.static_range(SLOTS):  # pass 2, from shared memory; the next item's tile i follows tile i
             if i < n_tiles:
                 flat = tile_start + i * TILE + offsets
-                y = gl.exp(_tile(smem, i, dtype, TILE, VEC, layout) - row_max) * inv_row_sum
+                y = _exp(_tile(smem, i, dtype, TILE, VEC, layout) - row_max) * inv_row_sum
                 gl.store(output_ptr + flat.to(gl.int64), y.to(dtype), mask=(flat >= first) & (flat < end))
             if i < next_tiles:
                 fence_async_shared()

@@ -16,7 +16,7 @@ puts a CTA barrier before each). Any N: a segment's first tile starts at the vie
 and the masks drop what lies outside the segment. No guard for rows whose scaled
 maximum overflows (the probe's inputs are randn * 2).
 
-    python scripts/probe_tma_stream.py [trials] [warps] [single] [h100]     # on a CUDA machine (sm_90); $OUT/probe_tma_stream.json
+    python scripts/probe_tma_stream.py [trials] [warps] [single] [h100] [product]     # on a CUDA machine (sm_90); $OUT/probe_tma_stream.json
 """
 import sys
 from pathlib import Path
@@ -271,6 +271,21 @@ def single_probe(out: list) -> None:
         ab_trials(label, forward, shapes, out, trials=2)
 
 
+def product_probe(out: list) -> None:
+    """The product's tma-stream path (kernels/gluon_softmax.py, through the dispatcher) against the dispatcher with it
+    off (tile-stream), on the float32 sweep shapes it takes."""
+    from probe_trials import ab_trials, sm
+
+    def tile_stream(x):
+        eligible, sm._tma_stream_eligible = sm._tma_stream_eligible, lambda x: False
+        try:
+            return sm.softmax_forward(x)
+        finally:
+            sm._tma_stream_eligible = eligible
+    shapes = [(n, "float32") for n in (100000, 131072, 262144, 524288, 1048576)]
+    ab_trials("product tma-stream", sm.softmax_forward, shapes, out, baseline=tile_stream, trials=2)
+
+
 def h100_probe(out: list) -> None:
     """The H200's best (8 warps x 4 vectors, one segment of 224 KB) and 16 x 2 on an H100."""
     from probe_trials import ab_trials
@@ -303,8 +318,8 @@ if __name__ == "__main__":
     from probe_long_rows import save_results, warm_up_gpu
     warm_up_gpu()
     print(torch.cuda.get_device_name(), torch.__version__, triton.__version__, flush=True)
-    results = small_checks()
     which = sys.argv[1:] or ["trials"]
+    results = [] if which == ["product"] else small_checks()
     if "trials" in which:
         trials_probe(results)
     if "warps" in which:
@@ -313,4 +328,6 @@ if __name__ == "__main__":
         single_probe(results)
     if "h100" in which:
         h100_probe(results)
+    if "product" in which:
+        product_probe(results)
     save_results("probe_tma_stream.json", results)

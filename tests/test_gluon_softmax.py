@@ -132,12 +132,13 @@ def long_rows(n_rows: int, n_cols: int, seed: int = 0) -> torch.Tensor:
     return x.to(DEVICE)
 
 
-# Why each shape: 65,540 (one segment a row, no exchange); 100,000 (256-byte view rows: 512 do not divide it);
+# Why each shape: 32 x 65,540 (two segments a row, the fewest past the tile kernel's band; segments start inside view
+# rows: the spare tile); 2 x 100,000 (256-byte view rows: 512 do not divide 200,000);
 # 2 x 262,144 (2 rows of 5 segments: fewer items than SMs, programs without an item); 300 x 131,072 (more items than
-# SMs: programs loop and reuse their slots, so the barriers' phases turn); 16 x 524,292 (segments start inside view
-# rows: the spare tile); 1 x 1M (19 segments, the widest slot vector).
+# SMs: programs loop and reuse their slots, so the barriers' phases turn); 16 x 524,292 (the spare tile with 256-byte
+# view rows); 1 x 1M (19 segments, the widest slot vector).
 @on_hopper
-@pytest.mark.parametrize("n_rows,n_cols", [(8, 65540), (2, 100000), (2, 262144), (300, 131072), (16, 524292),
+@pytest.mark.parametrize("n_rows,n_cols", [(32, 65540), (2, 100000), (2, 262144), (300, 131072), (16, 524292),
                                            (1, 1 << 20)])
 def test_tma_stream_matches_float64(n_rows, n_cols):
     forward_checked(long_rows(n_rows, n_cols), expect_tma=True)
