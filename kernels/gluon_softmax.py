@@ -194,6 +194,115 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_
         mbarrier.invalidate(bars.index(i))
 
 
+@gluon.jit
+def _global_segment_dot(output_ptr, grad_output_ptr, first, end, offsets, TILE: gl.constexpr, VEC: gl.constexpr,
+                        layout: gl.constexpr):
+    """sum(y * dy) over the flat elements [first, end), read from global memory: the backward's cold path for a
+    sibling that has not published (see max_polls)."""
+    vec_dot = gl.full([TILE // VEC], 0.0, gl.float32, layout=gl.SliceLayout(1, layout))
+    for start in range(first, end, TILE):
+        flat = start + offsets
+        y = gl.load(output_ptr + flat.to(gl.int64), mask=flat < end, other=0.0).to(gl.float32)
+        dy = gl.load(grad_output_ptr + flat.to(gl.int64), mask=flat < end, other=0.0).to(gl.float32)
+        vec_dot += gl.sum(y * dy, axis=1)
+    return gl.sum(vec_dot, axis=0)
+
+
+@gluon.jit
+def _pack_dot(dot):
+    """A segment's dot as a slot: its bits in the lower word, 1.0's in the upper, so the slot is never 0 ("missing")
+    whatever the dot (as triton_softmax's stream kernel)."""
+    return (dot.to(gl.int32, bitcast=True).to(gl.int64) & 0xFFFFFFFF) | 0x3F80000000000000
+
+
+@gluon.jit
+def _issue_pair(y_desc, dy_desc, y_slot, dy_slot, bar, tile_start, W: gl.constexpr):
+    """Ask the TMA for the y and dy tiles at flat index tile_start; bar counts both."""
+    mbarrier.expect(bar, 2 * y_desc.block_type.nbytes)
+    tma.async_copy_global_to_shared(y_desc, [tile_start // W, 0], bar, y_slot)
+    tma.async_copy_global_to_shared(dy_desc, [tile_start // W, 0], bar, dy_slot)
+
+
+@gluon.jit
+def _tma_stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, y_desc, dy_desc, slots_ptr, n_rows, n_cols,
+                           n_segments, tiles_per_segment, max_polls, TILE: gl.constexpr, SLOTS: gl.constexpr,
+                           VEC: gl.constexpr, ALIGN: gl.constexpr, SEGMENTS_BLOCK: gl.constexpr,
+                           NUM_WARPS: gl.constexpr):
+    """The backward dx = y * (dy - sum(y * dy)) of contiguous [n_rows, n_cols] y and dy on tma-stream's plan: each
+    (row, segment) item's y and dy (at most SLOTS tiles of each) held in shared memory from their load to dx's write,
+    the segments' dots exchanged through slots, the next item's tiles asked for as this item's are written."""
+    dtype: gl.constexpr = y_desc.dtype
+    W: gl.constexpr = y_desc.block_type.shape[1]
+    layout: gl.constexpr = gl.BlockedLayout([1, VEC], [32, 1], [NUM_WARPS, 1], [1, 0])
+    y_smem = gl.allocate_shared_memory(dtype, [SLOTS] + y_desc.block_type.shape, y_desc.layout)
+    dy_smem = gl.allocate_shared_memory(dtype, [SLOTS] + dy_desc.block_type.shape, dy_desc.layout)
+    bars = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(SLOTS):
+        mbarrier.init(bars.index(i), count=1)
+    n_cols = n_cols // ALIGN * ALIGN  # tells the compiler what the launch checked: 16-byte vectors
+    offsets = (gl.expand_dims(gl.arange(0, TILE // VEC, layout=gl.SliceLayout(1, layout)), 1) * VEC
+               + gl.expand_dims(gl.arange(0, VEC, layout=gl.SliceLayout(0, layout)), 0))
+    siblings = gl.arange(0, SEGMENTS_BLOCK, layout=gl.BlockedLayout([1], [32], [NUM_WARPS], [0]))
+    n_items = n_rows * n_segments
+    step = gl.num_programs(0)
+    item = gl.program_id(0)
+    row, first, end, tile_start, n_tiles = _item_span(item, n_segments, tiles_per_segment, n_cols, TILE, W)
+    for i in gl.static_range(SLOTS):
+        if (i < n_tiles) & (item < n_items):
+            _issue_pair(y_desc, dy_desc, y_smem.index(i), dy_smem.index(i), bars.index(i), tile_start + i * TILE, W)
+    phases = item * 0  # bit i: the phase slot i's barrier completes next
+    for item in range(gl.program_id(0), n_items, step):
+        row, first, end, tile_start, n_tiles = _item_span(item, n_segments, tiles_per_segment, n_cols, TILE, W)
+        vec_dot = gl.full([TILE // VEC], 0.0, gl.float32, layout=gl.SliceLayout(1, layout))
+        for i in gl.static_range(SLOTS):  # pass 1: each pair of tiles as it lands
+            if i < n_tiles:
+                mbarrier.wait(bars.index(i), (phases >> i) & 1)
+                flat = tile_start + i * TILE + offsets
+                product = _tile(y_smem, i, dtype, TILE, VEC, layout) * _tile(dy_smem, i, dtype, TILE, VEC, layout)
+                vec_dot += gl.sum(gl.where((flat >= first) & (flat < end), product, 0.0), axis=1)
+        phases = phases ^ ((1 << n_tiles) - 1)
+        row_dot = gl.sum(vec_dot, axis=0)
+        if n_segments > 1:
+            gl.atomic_xchg(slots_ptr + item, _pack_dot(row_dot), sem="relaxed")
+            ptrs = slots_ptr + row * n_segments + siblings
+            in_row = siblings < n_segments
+            packed = gl.load(ptrs, mask=in_row, other=-1, volatile=True)
+            polls = 0
+            while (gl.sum((packed == 0).to(gl.int32), axis=0) > 0) & (polls < max_polls):
+                packed = gl.load(ptrs, mask=in_row, other=-1, volatile=True)
+                polls += 1
+            if gl.sum((packed == 0).to(gl.int32), axis=0) > 0:
+                row_first = row * n_cols
+                for sibling in range(0, n_segments):
+                    if gl.load(slots_ptr + row * n_segments + sibling, volatile=True) == 0:
+                        s_first = row_first + sibling * tiles_per_segment * TILE
+                        s_dot = _global_segment_dot(
+                            output_ptr, grad_output_ptr, s_first,
+                            gl.minimum(s_first + tiles_per_segment * TILE, row_first + n_cols), offsets, TILE, VEC,
+                            layout)
+                        gl.atomic_xchg(slots_ptr + row * n_segments + sibling, _pack_dot(s_dot), sem="relaxed")
+                packed = gl.load(ptrs, mask=in_row, other=-1, volatile=True)
+            row_dot = gl.sum(gl.where(in_row, packed.to(gl.int32).to(gl.float32, bitcast=True), 0.0), axis=0)
+        next_item = item + step
+        next_row, next_first, next_end, next_tile_start, next_tiles = _item_span(
+            next_item, n_segments, tiles_per_segment, n_cols, TILE, W)
+        if next_item >= n_items:
+            next_tiles = 0
+        for i in gl.static_range(SLOTS):  # pass 2, from shared memory; the next item's tiles i follow tiles i
+            if i < n_tiles:
+                flat = tile_start + i * TILE + offsets
+                y = _tile(y_smem, i, dtype, TILE, VEC, layout)
+                dx = y * (_tile(dy_smem, i, dtype, TILE, VEC, layout) - row_dot)
+                gl.store(grad_input_ptr + flat.to(gl.int64), dx.to(dtype), mask=(flat >= first) & (flat < end))
+            if i < next_tiles:
+                fence_async_shared()
+                _cta_barrier()  # every warp has read slot i
+                _issue_pair(y_desc, dy_desc, y_smem.index(i), dy_smem.index(i), bars.index(i),
+                            next_tile_start + i * TILE, W)
+    for i in gl.static_range(SLOTS):
+        mbarrier.invalidate(bars.index(i))
+
+
 # ----------------------------------------------------------------------------------------------
 # Layer 2: eligibility and launch
 # ----------------------------------------------------------------------------------------------
@@ -247,5 +356,26 @@ def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int
     n_programs = min(torch.cuda.get_device_properties(x.device).multi_processor_count, n_rows * n_segments)
     _tma_stream_fwd_kernel[(n_programs,)](
         y, x, in_desc, slots, n_rows, n_cols, n_segments, tiles_per_segment, max_polls, TILE=tile,
+        SLOTS=tiles_per_segment + spare, VEC=vec, ALIGN=vec, SEGMENTS_BLOCK=max(2, triton.next_power_of_2(n_segments)),
+        NUM_WARPS=num_warps, num_warps=num_warps)
+
+
+def tma_stream_backward(dx: torch.Tensor, y: torch.Tensor, dy: torch.Tensor, vectors_per_thread: int, num_warps: int,
+                        segment_bytes: int, max_polls: int) -> None:
+    """Launch the tma-stream backward into dx (contiguous) from y and dy (both eligible: tma_stream_eligible);
+    segment_bytes holds both tensors' tiles."""
+    n_rows, n_cols = y.shape
+    elem = y.element_size()
+    vec, width = 16 // elem, _view_width(y)
+    tile = num_warps * 32 * vectors_per_thread * vec
+    spare = 0 if n_cols % width == 0 else 1
+    n_segments, tiles_per_segment = _segments(n_cols, tile, segment_bytes // 2, elem, spare)
+    slots = torch.zeros(n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=y.device)
+    layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=elem * 8, rank=2)
+    descriptors = [TensorDescriptor(t.view(-1, width), [t.numel() // width, width], [width, 1], [tile // width, width],
+                                    layout) for t in (y, dy)]
+    n_programs = min(torch.cuda.get_device_properties(y.device).multi_processor_count, n_rows * n_segments)
+    _tma_stream_bwd_kernel[(n_programs,)](
+        dx, y, dy, *descriptors, slots, n_rows, n_cols, n_segments, tiles_per_segment, max_polls, TILE=tile,
         SLOTS=tiles_per_segment + spare, VEC=vec, ALIGN=vec, SEGMENTS_BLOCK=max(2, triton.next_power_of_2(n_segments)),
         NUM_WARPS=num_warps, num_warps=num_warps)

@@ -16,7 +16,7 @@ puts a CTA barrier before each). Any N: a segment's first tile starts at the vie
 and the masks drop what lies outside the segment. No guard for rows whose scaled
 maximum overflows (the probe's inputs are randn * 2).
 
-    python scripts/probe_tma_stream.py [trials] [warps] [single] [h100] [product]     # on a CUDA machine (sm_90); $OUT/probe_tma_stream.json
+    python scripts/probe_tma_stream.py [trials] [warps] [single] [h100] [product] [backward]     # on a CUDA machine (sm_90); $OUT/probe_tma_stream.json
 """
 import sys
 from pathlib import Path
@@ -286,6 +286,31 @@ def product_probe(out: list) -> None:
     ab_trials("product tma-stream", sm.softmax_forward, shapes, out, baseline=tile_stream, trials=2)
 
 
+def backward_probe(out: list) -> None:
+    """Round 99: the backward on tma-stream's plan (kernels/gluon_softmax.py, _tma_stream_bwd_kernel: y and dy of each
+    segment in shared memory) against the dispatcher's backward, on fresh inputs, every output checked."""
+    from kernels import gluon_softmax as gs
+    from probe_trials import ab_trials, backward_case
+
+    def tma_backward(warps, vectors):
+        def backward(y, dy):
+            assert gs.tma_stream_eligible(y) and gs.tma_stream_eligible(dy)
+            dx = torch.empty_like(y)
+            gs.tma_stream_backward(dx, y, dy, vectors, warps, gs.SEGMENT_BYTES, 4096)
+            return dx
+        return backward
+    shapes = [(n, dtype) for dtype in ("float32", "float16", "bfloat16") for n in (65536, 131072, 1048576)]
+    for warps, vectors in ((8, 4), (16, 2)):
+        ab_trials(f"tma backward {warps}w x{vectors}", tma_backward(warps, vectors), shapes, out,
+                  baseline=sm_backward(), trials=2, case=backward_case)
+
+
+def sm_backward():
+    """The dispatcher's backward (probe_trials' module)."""
+    from probe_trials import sm
+    return sm.softmax_backward
+
+
 def h100_probe(out: list) -> None:
     """The H200's best (8 warps x 4 vectors, one segment of 224 KB) and 16 x 2 on an H100."""
     from probe_trials import ab_trials
@@ -319,7 +344,7 @@ if __name__ == "__main__":
     warm_up_gpu()
     print(torch.cuda.get_device_name(), torch.__version__, triton.__version__, flush=True)
     which = sys.argv[1:] or ["trials"]
-    results = [] if which == ["product"] else small_checks()
+    results = [] if set(which) <= {"product", "backward"} else small_checks()
     if "trials" in which:
         trials_probe(results)
     if "warps" in which:
@@ -330,4 +355,6 @@ if __name__ == "__main__":
         h100_probe(results)
     if "product" in which:
         product_probe(results)
+    if "backward" in which:
+        backward_probe(results)
     save_results("probe_tma_stream.json", results)
