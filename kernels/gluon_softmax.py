@@ -361,9 +361,9 @@ def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int
 
 
 def tma_stream_backward(dx: torch.Tensor, y: torch.Tensor, dy: torch.Tensor, vectors_per_thread: int, num_warps: int,
-                        segment_bytes: int, max_polls: int) -> None:
+                        segment_bytes: int, max_polls: int, maxnreg: int = 0) -> None:
     """Launch the tma-stream backward into dx (contiguous) from y and dy (both eligible: tma_stream_eligible);
-    segment_bytes holds both tensors' tiles."""
+    segment_bytes holds both tensors' tiles; maxnreg (0: ptxas chooses) caps the registers a thread."""
     n_rows, n_cols = y.shape
     elem = y.element_size()
     vec, width = 16 // elem, _view_width(y)
@@ -378,4 +378,4 @@ def tma_stream_backward(dx: torch.Tensor, y: torch.Tensor, dy: torch.Tensor, vec
     _tma_stream_bwd_kernel[(n_programs,)](
         dx, y, dy, *descriptors, slots, n_rows, n_cols, n_segments, tiles_per_segment, max_polls, TILE=tile,
         SLOTS=tiles_per_segment + spare, VEC=vec, ALIGN=vec, SEGMENTS_BLOCK=max(2, triton.next_power_of_2(n_segments)),
-        NUM_WARPS=num_warps, num_warps=num_warps)
+        NUM_WARPS=num_warps, num_warps=num_warps, **({"maxnreg": maxnreg} if maxnreg else {}))

@@ -27,9 +27,9 @@ Paths (see notes/kernels.md for the memory-traffic reasoning and the measurement
              for the tile one step ahead (TILE_STREAM_PREFETCH); rows that start off a 128-byte
              line are read from that line's start (_line_bases).
   stream   - the backward's "tile-stream": per-lane partials and software-pipelined loads.
-  tma-stream - the forward's tile-stream for float32 rows on a GPU of compute capability 9.0 or more, each
-             segment held in shared memory, loaded by the TMA (kernels/gluon_softmax.py, in Gluon; imported only
-             when launched; the interpreter takes tile-stream instead).
+  tma-stream - tile-stream (forward, float32 rows) and stream (backward, all three types) on a GPU of compute
+             capability 9.0 or more, each segment held in shared memory, loaded by the TMA (kernels/gluon_softmax.py,
+             in Gluon; imported only when launched; the interpreter takes tile-stream and stream instead).
 
 Nothing here touches a device at import time.
 """
@@ -1280,7 +1280,8 @@ class Plan(NamedTuple):
     one_warp_from: int = 0  # stream, tile-stream: rows of this many segments or more have a waiting segment's
                             # slots re-read by one warp, without sleeping (0: never)
     slot_lanes: int = 16    # stream, tile-stream: the least width of the slot vector (see _segments_block)
-    maxnreg: int = 0        # stream, row-tiles: registers a thread, passed to ptxas (0: ptxas chooses; see SOFTMAX_PLANS)
+    maxnreg: int = 0        # stream, row-tiles, backward tma-stream: registers a thread, passed to ptxas (0: ptxas
+                            # chooses; see SOFTMAX_PLANS)
     keep_input: bool = False  # row-tiles: hold the row in the input's own type (see _row_tiles_softmax)
     edges_apart: bool = False  # tile: inner tiles unmasked, the edge tiles after them (see _tile_online_fwd_kernel)
     shorter_segment_bytes: float = 0  # tile-stream: a shorter cut of the row, taken where the grid's arithmetic
@@ -1438,6 +1439,13 @@ L2_60_MB = 60 << 20
 # +16.4% (1M); H100 +0.9%, +3.9%, +5.0%, +11.7%. 16 warps of 2 vectors were 1-6% behind on both; 32 warps, or two
 # halves of 104 KB (so that a whole item's loads are in flight), lost on the H200. 2-byte rows lost there (fp16 262,144
 # -8% on the H200, -1% on the H100; 1M -15% and -10%): their first pass is bound by its exp work, not by its loads.
+# Since round 99 (notes/probes/2026-11-26-h{200,100}-tma-stream-backward.json) the backward takes tma-stream too, for
+# whole-vector rows from 65,536 columns the TMA can read: y and dy, up to 7 tiles of 16 KB each, held in shared memory
+# (kernels/gluon_softmax.py, _tma_stream_bwd_kernel). Against stream, two fresh inputs a shape: H200 +8-20% in all
+# three dtypes at 65,536, 131,072 and 1M; H100 fp32 +5-12%, 2-byte +12-15% at 65,536 and +10% at 1M but -0.7% at
+# 131,072, so on the H100 2-byte rows of 65,537-262,144 keep stream's 192 KB segments (the rows below). The backward
+# has no exp, so its 2-byte passes are bound by their loads, where the forward's are bound by their exp work. Capped
+# at 128 registers: Triton 3.8's own choice for the 2-byte kernel (64) spills 8 bytes; 3.6's (80) does not.
 # Since round 90 (notes/probes/2026-11-25-h200-trials-{since-c60f2b1,segments}.json) the segments differ by GPU: on
 # an H200 the H100's 224/192 KB forward segments and 192 KB backward ones lost to the 256 KB they replaced, so rows
 # keyed on an L2 of 60 MB or more (min_l2_bytes; the H200's 60 MB against the H100's 50 MB tells the two apart, though
@@ -1504,6 +1512,12 @@ SOFTMAX_PLANS = (
     Plan("backward",    32768,        0,  2, "rows",       1,     0,    32,    0),
     Plan("backward",    24576,        2,  4, "online",     0,  8192,    32,    1),
     Plan("backward",    32768,        2,  4, "rows",       1,     0,    16,    0),
+    Plan("backward",  math.inf,        0,  0, "tma-stream", 4,    0,     8,    1,    0, 229376, whole_vectors=True,
+         maxnreg=128, min_l2_bytes=L2_60_MB),
+    Plan("backward",     65536,        0,  0, "tma-stream", 4,    0,     8,    1,    0, 229376, whole_vectors=True,
+         maxnreg=128),
+    Plan("backward",  math.inf,        0,  4, "tma-stream", 4,    0,     8,    1,    0, 229376, whole_vectors=True,
+         maxnreg=128),
     Plan("backward",     65536,        0,  4, "stream",     0,  8192,    32,    1,    1, 262144, one_warp_from=8),
     Plan("backward",     65536,        0,  2, "stream",     0, 16384,    32,    1,    1, 262144, slot_lanes=32,
          maxnreg=64),
@@ -1514,6 +1528,8 @@ SOFTMAX_PLANS = (
     Plan("backward",    262144,        0,  4, "stream",     0,  8192,    32,    1,    1, 196608, one_warp_from=8),
     Plan("backward",    262144,        0,  2, "stream",     0, 16384,    32,    1,    1, 196608, slot_lanes=32,
          maxnreg=64),
+    Plan("backward",  math.inf,        0,  2, "tma-stream", 4,    0,     8,    1,    0, 229376, whole_vectors=True,
+         maxnreg=128),
     Plan("backward",  math.inf,        0,  4, "stream",     0,  8192,    32,    1,    1, 262144, one_warp_from=8),
     Plan("backward",  math.inf,        0,  2, "stream",     0, 16384,    32,    1,    1, 262144, slot_lanes=32,
          maxnreg=64),
@@ -1719,7 +1735,7 @@ def _gluon_softmax():
 def _tma_stream_eligible(x: torch.Tensor) -> bool:
     """Whether x may take a "tma-stream" row: long rows (where the table has one) on a CUDA GPU, not the interpreter,
     that kernels.gluon_softmax can read (its tma_stream_eligible)."""
-    return (x.shape[1] > MAX_FUSED_SIZE and x.is_cuda and not _interpreting() and _gluon_softmax() is not None
+    return (x.shape[1] >= MAX_FUSED_SIZE and x.is_cuda and not _interpreting() and _gluon_softmax() is not None
             and _gluon_softmax().tma_stream_eligible(x))
 
 
@@ -2131,6 +2147,9 @@ def _run_backward_plan(dx, y, dy, plan, align):
         _backward_online(dx, y, dy, plan.block_size, plan.num_warps, n_programs, align)
     elif plan.path == "exchange":
         _backward_exchange(dx, y, dy, plan.block_size, plan.num_warps, plan.programs_per_sm, align)
+    elif plan.path == "tma-stream":
+        _gluon_softmax().tma_stream_backward(dx, y, dy, plan.rows_per_program, plan.num_warps, plan.segment_bytes,
+                                             _max_polls(), plan.maxnreg)
     else:
         _backward_stream(dx, y, dy, plan.block_size, plan.num_warps, plan.programs_per_sm, plan.num_stages,
                          plan.segment_bytes, align, one_warp_from=plan.one_warp_from, slot_lanes=plan.slot_lanes,
@@ -2162,7 +2181,8 @@ def softmax_backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
     y, dy, dx = _backward_operands(y, dy)
     if y.numel():
         align = _backward_align(dx, y, dy)
-        _run_backward_plan(dx, y, dy, _select_plan("backward", *y.shape, y.element_size(), y.device, align), align)
+        tma = _tma_stream_eligible(y) and _tma_stream_eligible(dy)
+        _run_backward_plan(dx, y, dy, _select_plan("backward", *y.shape, y.element_size(), y.device, align, tma), align)
     return dx
 
 

@@ -16,7 +16,8 @@ puts a CTA barrier before each). Any N: a segment's first tile starts at the vie
 and the masks drop what lies outside the segment. No guard for rows whose scaled
 maximum overflows (the probe's inputs are randn * 2).
 
-    python scripts/probe_tma_stream.py [trials] [warps] [single] [h100] [product] [backward]     # on a CUDA machine (sm_90); $OUT/probe_tma_stream.json
+    python scripts/probe_tma_stream.py [trials] [warps] [single] [h100] [product] [backward]   # CUDA sm_90; writes
+    # probe_tma_stream.json (copied to $OUT by the device command)
 """
 import sys
 from pathlib import Path

@@ -42,6 +42,19 @@ def test_only_eligible_float32_rows_past_65536_columns_take_the_row():
     assert sm._select_plan("forward", 128, 100001, 4, DEVICE, 1, True).path == "tile-stream"  # not whole vectors
 
 
+def test_the_backward_rows_by_l2_and_type():
+    """The backward takes tma-stream from 65,536 columns in every type where the tensors are eligible, but on an L2
+    under 60 MB (the H100) 2-byte rows of 65,537-262,144 keep stream, which led there (round 99)."""
+    for n_cols, elem_bytes, path in ((65536, 2, "tma-stream"), (131072, 2, "stream"), (262144, 2, "stream"),
+                                     (262152, 2, "tma-stream"), (1 << 20, 2, "tma-stream"), (65536, 4, "tma-stream"),
+                                     (131072, 4, "tma-stream"), (1 << 20, 4, "tma-stream")):
+        plan = sm._select_plan("backward", 64, n_cols, elem_bytes, DEVICE, 16 // elem_bytes, True)
+        assert plan.path == path and (path == "stream" or plan.segment_bytes == gs.SEGMENT_BYTES), (n_cols, plan)
+        assert sm._select_plan("backward", 64, n_cols, elem_bytes, DEVICE, 16 // elem_bytes).path == "stream"
+    h200 = [plan for plan in sm.SOFTMAX_PLANS if plan.op == "backward" and plan.min_l2_bytes == sm.L2_60_MB]
+    assert h200[0].path == "tma-stream" and h200[0].elem_bytes == 0 and h200[0].max_cols == float("inf")
+
+
 def test_tensors_off_a_gpu_are_never_eligible():
     """A CPU tensor (the interpreter's) never asks Gluon: the dispatcher's check stops before the import's."""
     assert not sm._tma_stream_eligible(torch.ones(2, 70000))
@@ -71,26 +84,34 @@ def test_segments_cover_the_row_evenly_within_shared_memory(n_cols, spare):
 # Compiles the table's tma-stream launch for sm_90 through ptxas, outside the interpreter, and prints its resource
 # use: registers, local memory (spills), shared memory, and the TMA loads and 16-byte stores in its SASS.
 HOPPER_COMPILE = """
-import re, subprocess, tempfile
+import re, subprocess, sys, tempfile
 from pathlib import Path
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.experimental.gluon._runtime import GluonASTSource
 import kernels.triton_softmax as sm
 import kernels.gluon_softmax as gs
-plan = next(plan for plan in sm.SOFTMAX_PLANS if plan.path == "tma-stream")
-tile, width = plan.num_warps * 32 * plan.rows_per_program * 4, 128
-layout = "NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2)"
-signature = {"output_ptr": "*fp32", "input_ptr": "*fp32", "in_desc": f"tensordesc<fp32[{tile // width},{width}],{layout}>",
-             "slots_ptr": "*i64", "n_rows": "i32", "n_cols": "i32", "n_segments": "i32", "tiles_per_segment": "i32",
-             "max_polls": "i32"}
-constexprs = dict(TILE=tile, SLOTS=plan.segment_bytes // (tile * 4), VEC=4, ALIGN=4, SEGMENTS_BLOCK=32,
-                  NUM_WARPS=plan.num_warps)
+op, dtype = sys.argv[1], sys.argv[2]
+plan = next(plan for plan in sm.SOFTMAX_PLANS if plan.path == "tma-stream" and plan.op == op)
+elem = 4 if dtype == "fp32" else 2
+tile, width = plan.num_warps * 32 * plan.rows_per_program * 16 // elem, 512 // elem
+layout = f"NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth={8 * elem}, rank=2)"
+desc, pointer = f"tensordesc<{dtype}[{tile // width},{width}],{layout}>", "*" + dtype
+scalars = {"slots_ptr": "*i64", "n_rows": "i32", "n_cols": "i32", "n_segments": "i32", "tiles_per_segment": "i32",
+           "max_polls": "i32"}
+if op == "forward":
+    signature = {"output_ptr": pointer, "input_ptr": pointer, "in_desc": desc, **scalars}
+    kernel_fn, slots, aligned = gs._tma_stream_fwd_kernel, plan.segment_bytes // (tile * elem), (0, 1, 3)
+else:
+    signature = {"grad_input_ptr": pointer, "output_ptr": pointer, "grad_output_ptr": pointer, "y_desc": desc,
+                 "dy_desc": desc, **scalars}
+    kernel_fn, slots, aligned = gs._tma_stream_bwd_kernel, plan.segment_bytes // 2 // (tile * elem), (0, 1, 2, 5)
+constexprs = dict(TILE=tile, SLOTS=slots, VEC=16 // elem, ALIGN=16 // elem, SEGMENTS_BLOCK=32, NUM_WARPS=plan.num_warps)
 signature.update(dict.fromkeys(constexprs, "constexpr"))
-aligned = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 3)}
-kernel = triton.compile(GluonASTSource(fn=gs._tma_stream_fwd_kernel, signature=signature, constexprs=constexprs,
-                                       attrs=aligned), target=GPUTarget("cuda", 90, 32),
-                        options={"num_warps": plan.num_warps})
+kernel = triton.compile(GluonASTSource(fn=kernel_fn, signature=signature, constexprs=constexprs,
+                                       attrs={(i,): [["tt.divisibility", 16]] for i in aligned}),
+                        target=GPUTarget("cuda", 90, 32),
+                        options={"num_warps": plan.num_warps, **({"maxnreg": plan.maxnreg} if plan.maxnreg else {})})
 cuobjdump = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
 with tempfile.NamedTemporaryFile(suffix=".cubin") as cubin:
     cubin.write(kernel.asm["cubin"])
@@ -103,17 +124,19 @@ print(facts["REG"], facts["STACK"], facts["LOCAL"], kernel.metadata.shared, sass
 """
 
 
-def test_tma_stream_compiles_for_hopper_without_spills():
-    """The table's launch compiles for sm_90 with nothing spilled, within a Hopper program's 227 KB of shared memory,
-    one TMA load a tile (for the first item, and for the next as each slot frees) and 16-byte stores."""
+@pytest.mark.parametrize("op,dtype", [("forward", "fp32"), ("backward", "fp32"), ("backward", "fp16")])
+def test_tma_stream_compiles_for_hopper_without_spills(op, dtype):
+    """The table's launches compile for sm_90 with nothing spilled, within a Hopper program's 227 KB of shared memory,
+    one TMA load a tile of each tensor (for the first item, and for the next as each slot frees), 16-byte stores."""
     env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-c", HOPPER_COMPILE], env=env, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", HOPPER_COMPILE, op, dtype], env=env, capture_output=True, text=True,
                           timeout=600, cwd=Path(__file__).resolve().parent.parent)
     assert done.returncode == 0, done.stderr[-2000:]
     registers, stack, local, shared, tma_loads, vector_stores, slots = map(int, done.stdout.split())
     assert stack == 0 and local == 0, done.stdout  # spills would show as stack or local memory
     assert 0 < registers <= 255 and shared <= 227 * 1024
-    assert slots == 14 and tma_loads == 2 * slots and vector_stores >= slots
+    tensors = 1 if op == "forward" else 2
+    assert slots == 14 // tensors and tma_loads == 2 * tensors * slots and vector_stores >= slots
 
 
 def forward_checked(x: torch.Tensor, expect_tma: bool) -> None:
@@ -176,3 +199,57 @@ def test_tensors_the_tma_cannot_read_take_tile_stream():
     wide = long_rows(4, 131072 + 64, seed=4)
     forward_checked(wide[:, :131072], expect_tma=False)  # row stride 131,136: not contiguous
     forward_checked(long_rows(3, 100000, seed=5), expect_tma=False)  # 300,000 elements: 64 does not divide it
+
+
+def backward_checked(y: torch.Tensor, dy: torch.Tensor, expect_tma) -> None:
+    """softmax_backward(y, dy) against float64 on every element (tests/test_softmax.py's BACKWARD_TOL), after checking
+    the path where expect_tma says (None: either)."""
+    tma = sm._tma_stream_eligible(y) and sm._tma_stream_eligible(dy)
+    plan = sm._select_plan("backward", *y.shape, y.element_size(), y.device, sm._backward_align(y, y, dy), tma)
+    assert expect_tma is None or (plan.path == "tma-stream") == expect_tma, plan
+    y64, dy64 = y.double(), dy.double()
+    expected = y64 * (dy64 - (y64 * dy64).sum(-1, keepdim=True))
+    atol_fraction, rtol = {torch.float32: (1e-5, 1e-4), torch.float16: (2e-3, 1e-2), torch.bfloat16: (3e-2, 5e-2)}[
+        y.dtype]
+    torch.testing.assert_close(sm.softmax_backward(y, dy).double(), expected, rtol=rtol,
+                               atol=atol_fraction * expected.abs().max().item())
+
+
+def backward_operands(n_rows: int, n_cols: int, dtype: torch.dtype, seed: int = 0):
+    """y = softmax of long_rows, and a fresh randn dy, in dtype."""
+    y = torch.softmax(long_rows(n_rows, n_cols, seed), -1).to(dtype)
+    generator = torch.Generator().manual_seed(seed + 1)
+    return y, torch.randn(n_rows, n_cols, generator=generator).to(dtype).to(DEVICE)
+
+
+# Why each case: the fewest columns that take the path (65,536) in each type; rows of many segments (1M) in fp32 and
+# bf16; more items than SMs (300 x 131,072 fp32); 2-byte rows the H100 leaves on stream (4 x 262,144: either path);
+# segments that start inside view rows (16 x 524,296 fp16: the spare tile, 256-byte view rows).
+@on_hopper
+@pytest.mark.parametrize("n_rows,n_cols,dtype,expect_tma", [
+    (16, 65536, torch.float16, True), (32, 65536, torch.bfloat16, True), (8, 65536, torch.float32, True),
+    (2, 1 << 20, torch.float32, True), (2, 1 << 20, torch.bfloat16, True), (300, 131072, torch.float32, True),
+    (4, 262144, torch.float16, None), (16, 524296, torch.float16, True)], ids=str)
+def test_tma_stream_backward_matches_float64(n_rows, n_cols, dtype, expect_tma):
+    backward_checked(*backward_operands(n_rows, n_cols, dtype), expect_tma)
+
+
+@on_hopper
+def test_tma_stream_backward_computes_missing_dots_itself():
+    """max_polls 0: every program computes its siblings' dots from global memory, and dx is the same."""
+    y, dy = backward_operands(3, 1 << 20, torch.float32, seed=6)
+    dx = torch.empty_like(y)
+    plan = sm._select_plan("backward", 3, 1 << 20, 4, DEVICE, 4, True)
+    gs.tma_stream_backward(dx, y, dy, plan.rows_per_program, plan.num_warps, plan.segment_bytes, 0, plan.maxnreg)
+    y64, dy64 = y.double(), dy.double()
+    expected = y64 * (dy64 - (y64 * dy64).sum(-1, keepdim=True))
+    torch.testing.assert_close(dx.double(), expected, rtol=1e-4, atol=1e-5 * expected.abs().max().item())
+
+
+@on_hopper
+def test_backward_operands_the_tma_cannot_read_take_stream():
+    """A dy with a gap between its rows (an upstream gradient's view) sends the backward to stream, right."""
+    y, dy = backward_operands(4, 131072, torch.float32, seed=7)
+    wide = torch.randn(4, 131072 + 64, device=DEVICE)
+    wide[:, :131072] = dy
+    backward_checked(y, wide[:, :131072], expect_tma=False)
