@@ -30,38 +30,13 @@ from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared,
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# the helpers the product kept as the probe wrote them (its kernel here keeps the probe's log2 domain and knobs)
+from kernels.gluon_softmax import _issue_tile, _item_span, _pack  # noqa: E402
 
 LOG2E: gl.constexpr = gl.constexpr(1.4426950408889634)
 SHARED_BYTES = 220 * 1024  # of the 227 KB a program may take, with room for the barriers
 MOST_SHARED = 225 * 1024  # 14 tiles of 16 KB and the barriers: the most a program may take
-
-
-
-@gluon.jit
-def _pack(hi, lo):
-    """Two float32 scalars as one int64 (hi in the upper word); never 0 for a finished segment (its max is finite
-    or -inf, whose bits are not 0)."""
-    return ((hi.to(gl.int32, bitcast=True).to(gl.int64) << 32)
-            | (lo.to(gl.int32, bitcast=True).to(gl.int64) & 0xFFFFFFFF))
-
-
-@gluon.jit
-def _item_span(item, n_segments, tiles_per_segment, n_cols, TILE: gl.constexpr, W: gl.constexpr):
-    """(row, flat index of the segment's first element, of its end, of its first tile (rounded down to a view row of
-    W elements), its tiles) of item."""
-    row = item // n_segments
-    seg_start = (item - row * n_segments) * tiles_per_segment * TILE
-    first = row * n_cols + seg_start
-    end = row * n_cols + gl.minimum(seg_start + tiles_per_segment * TILE, n_cols)
-    tile_start = first // W * W
-    return row, first, end, tile_start, gl.cdiv(end - tile_start, TILE)
-
-
-@gluon.jit
-def _issue_tile(in_desc, slot, bar, tile_start, W: gl.constexpr):
-    """Ask the TMA for one tile (one box of the [numel / W, W] view) from flat index tile_start into slot."""
-    mbarrier.expect(bar, in_desc.block_type.nbytes)
-    tma.async_copy_global_to_shared(in_desc, [tile_start // W, 0], bar, slot)
 
 
 @gluon.jit
