@@ -80,6 +80,36 @@ def _tile(smem, slot, dtype: gl.constexpr, TILE: gl.constexpr, VEC: gl.constexpr
 
 
 @gluon.jit
+def _new_barriers(SLOTS: gl.constexpr):
+    """One mbarrier a slot, each counting one arrival (the TMA's, with its bytes)."""
+    bars = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(SLOTS):
+        mbarrier.init(bars.index(i), count=1)
+    return bars
+
+
+@gluon.jit
+def _tile_offsets(TILE: gl.constexpr, VEC: gl.constexpr, layout: gl.constexpr):
+    """Element offsets of a [TILE / VEC, VEC] tile, one 16-byte vector a row."""
+    return (gl.expand_dims(gl.arange(0, TILE // VEC, layout=gl.SliceLayout(1, layout)), 1) * VEC
+            + gl.expand_dims(gl.arange(0, VEC, layout=gl.SliceLayout(0, layout)), 0))
+
+
+@gluon.jit
+def _await_slots(slots_ptr, row, n_segments, siblings, max_polls):
+    """(slot pointers, in-row mask, packed slots, any still missing) of row, re-read until every sibling has
+    published or max_polls re-reads are spent."""
+    ptrs = slots_ptr + row * n_segments + siblings
+    in_row = siblings < n_segments
+    packed = gl.load(ptrs, mask=in_row, other=-1, volatile=True)
+    polls = 0
+    while (gl.sum((packed == 0).to(gl.int32), axis=0) > 0) & (polls < max_polls):
+        packed = gl.load(ptrs, mask=in_row, other=-1, volatile=True)
+        polls += 1
+    return ptrs, in_row, packed, gl.sum((packed == 0).to(gl.int32), axis=0) > 0
+
+
+@gluon.jit
 def _global_segment_max_sum(input_ptr, first, end, offsets, TILE: gl.constexpr, VEC: gl.constexpr,
                             layout: gl.constexpr):
     """(max, sum of exp(x - max)) of the flat elements [first, end), read from global memory: the cold path for a
@@ -120,12 +150,9 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_
     W: gl.constexpr = in_desc.block_type.shape[1]
     layout: gl.constexpr = gl.BlockedLayout([1, VEC], [32, 1], [NUM_WARPS, 1], [1, 0])
     smem = gl.allocate_shared_memory(dtype, [SLOTS] + in_desc.block_type.shape, in_desc.layout)
-    bars = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(SLOTS):
-        mbarrier.init(bars.index(i), count=1)
+    bars = _new_barriers(SLOTS)
     n_cols = n_cols // ALIGN * ALIGN  # tells the compiler what the launch checked: 16-byte vectors
-    offsets = (gl.expand_dims(gl.arange(0, TILE // VEC, layout=gl.SliceLayout(1, layout)), 1) * VEC
-               + gl.expand_dims(gl.arange(0, VEC, layout=gl.SliceLayout(0, layout)), 0))
+    offsets = _tile_offsets(TILE, VEC, layout)
     siblings = gl.arange(0, SEGMENTS_BLOCK, layout=gl.BlockedLayout([1], [32], [NUM_WARPS], [0]))
     n_items = n_rows * n_segments
     step = gl.num_programs(0)
@@ -152,14 +179,8 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_
             inv_row_sum = 1.0 / (seg_sum * _exp(seg_max - row_max))  # NaN for a fully -inf row, as in torch
         else:
             gl.atomic_xchg(slots_ptr + item, _pack(seg_max, seg_sum), sem="relaxed")
-            ptrs = slots_ptr + row * n_segments + siblings
-            in_row = siblings < n_segments
-            packed = gl.load(ptrs, mask=in_row, other=-1, volatile=True)
-            polls = 0
-            while (gl.sum((packed == 0).to(gl.int32), axis=0) > 0) & (polls < max_polls):
-                packed = gl.load(ptrs, mask=in_row, other=-1, volatile=True)
-                polls += 1
-            if gl.sum((packed == 0).to(gl.int32), axis=0) > 0:
+            ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, max_polls)
+            if missing:
                 # a sibling that is not running (the grid is not co-resident): its partial from global memory,
                 # published so that the row's other segments find it too
                 row_first = row * n_cols
@@ -236,12 +257,9 @@ def _tma_stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, y_desc, 
     layout: gl.constexpr = gl.BlockedLayout([1, VEC], [32, 1], [NUM_WARPS, 1], [1, 0])
     y_smem = gl.allocate_shared_memory(dtype, [SLOTS] + y_desc.block_type.shape, y_desc.layout)
     dy_smem = gl.allocate_shared_memory(dtype, [SLOTS] + dy_desc.block_type.shape, dy_desc.layout)
-    bars = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(SLOTS):
-        mbarrier.init(bars.index(i), count=1)
+    bars = _new_barriers(SLOTS)
     n_cols = n_cols // ALIGN * ALIGN  # tells the compiler what the launch checked: 16-byte vectors
-    offsets = (gl.expand_dims(gl.arange(0, TILE // VEC, layout=gl.SliceLayout(1, layout)), 1) * VEC
-               + gl.expand_dims(gl.arange(0, VEC, layout=gl.SliceLayout(0, layout)), 0))
+    offsets = _tile_offsets(TILE, VEC, layout)
     siblings = gl.arange(0, SEGMENTS_BLOCK, layout=gl.BlockedLayout([1], [32], [NUM_WARPS], [0]))
     n_items = n_rows * n_segments
     step = gl.num_programs(0)
@@ -264,14 +282,8 @@ def _tma_stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, y_desc, 
         row_dot = gl.sum(vec_dot, axis=0)
         if n_segments > 1:
             gl.atomic_xchg(slots_ptr + item, _pack_dot(row_dot), sem="relaxed")
-            ptrs = slots_ptr + row * n_segments + siblings
-            in_row = siblings < n_segments
-            packed = gl.load(ptrs, mask=in_row, other=-1, volatile=True)
-            polls = 0
-            while (gl.sum((packed == 0).to(gl.int32), axis=0) > 0) & (polls < max_polls):
-                packed = gl.load(ptrs, mask=in_row, other=-1, volatile=True)
-                polls += 1
-            if gl.sum((packed == 0).to(gl.int32), axis=0) > 0:
+            ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, max_polls)
+            if missing:
                 row_first = row * n_cols
                 for sibling in range(0, n_segments):
                     if gl.load(slots_ptr + row * n_segments + sibling, volatile=True) == 0:
@@ -340,9 +352,16 @@ def _segments(n_cols: int, tile: int, segment_bytes: int, elem_bytes: int, spare
     return n_segments, triton.cdiv(row_tiles, n_segments)
 
 
+def _direct(kernel, grid, *args, **kwargs) -> None:
+    """kernel[grid](*args, **kwargs): the launchers' default launch (triton_softmax passes its own, which records
+    the compiled kernel for the runs' compile facts)."""
+    kernel[grid](*args, **kwargs)
+
+
 def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int, num_warps: int,
-                       segment_bytes: int, max_polls: int) -> None:
-    """Launch the tma-stream forward from x into y (both contiguous, x eligible: tma_stream_eligible)."""
+                       segment_bytes: int, max_polls: int, launch=_direct) -> None:
+    """Launch the tma-stream forward from x into y (both contiguous, x eligible: tma_stream_eligible), through
+    launch(kernel, grid, *args, **kwargs)."""
     n_rows, n_cols = x.shape
     elem = x.element_size()
     vec, width = 16 // elem, _view_width(x)
@@ -354,16 +373,15 @@ def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int
     view = x.view(-1, width)
     in_desc = TensorDescriptor(view, list(view.shape), list(view.stride()), [tile // width, width], layout)
     n_programs = min(torch.cuda.get_device_properties(x.device).multi_processor_count, n_rows * n_segments)
-    _tma_stream_fwd_kernel[(n_programs,)](
-        y, x, in_desc, slots, n_rows, n_cols, n_segments, tiles_per_segment, max_polls, TILE=tile,
-        SLOTS=tiles_per_segment + spare, VEC=vec, ALIGN=vec, SEGMENTS_BLOCK=max(2, triton.next_power_of_2(n_segments)),
-        NUM_WARPS=num_warps, num_warps=num_warps)
+    launch(_tma_stream_fwd_kernel, (n_programs,), y, x, in_desc, slots, n_rows, n_cols, n_segments,
+           tiles_per_segment, max_polls, TILE=tile, SLOTS=tiles_per_segment + spare, VEC=vec, ALIGN=vec,
+           SEGMENTS_BLOCK=max(2, triton.next_power_of_2(n_segments)), NUM_WARPS=num_warps, num_warps=num_warps)
 
 
 def tma_stream_backward(dx: torch.Tensor, y: torch.Tensor, dy: torch.Tensor, vectors_per_thread: int, num_warps: int,
-                        segment_bytes: int, max_polls: int, maxnreg: int = 0) -> None:
-    """Launch the tma-stream backward into dx (contiguous) from y and dy (both eligible: tma_stream_eligible);
-    segment_bytes holds both tensors' tiles; maxnreg (0: ptxas chooses) caps the registers a thread."""
+                        segment_bytes: int, max_polls: int, maxnreg: int = 0, launch=_direct) -> None:
+    """Launch the tma-stream backward into dx (contiguous) from y and dy (both eligible: tma_stream_eligible),
+    through launch; segment_bytes holds both tensors' tiles; maxnreg (0: ptxas chooses) caps a thread's registers."""
     n_rows, n_cols = y.shape
     elem = y.element_size()
     vec, width = 16 // elem, _view_width(y)
@@ -375,7 +393,7 @@ def tma_stream_backward(dx: torch.Tensor, y: torch.Tensor, dy: torch.Tensor, vec
     descriptors = [TensorDescriptor(t.view(-1, width), [t.numel() // width, width], [width, 1], [tile // width, width],
                                     layout) for t in (y, dy)]
     n_programs = min(torch.cuda.get_device_properties(y.device).multi_processor_count, n_rows * n_segments)
-    _tma_stream_bwd_kernel[(n_programs,)](
-        dx, y, dy, *descriptors, slots, n_rows, n_cols, n_segments, tiles_per_segment, max_polls, TILE=tile,
-        SLOTS=tiles_per_segment + spare, VEC=vec, ALIGN=vec, SEGMENTS_BLOCK=max(2, triton.next_power_of_2(n_segments)),
-        NUM_WARPS=num_warps, num_warps=num_warps, **({"maxnreg": maxnreg} if maxnreg else {}))
+    launch(_tma_stream_bwd_kernel, (n_programs,), dx, y, dy, *descriptors, slots, n_rows, n_cols, n_segments,
+           tiles_per_segment, max_polls, TILE=tile, SLOTS=tiles_per_segment + spare, VEC=vec, ALIGN=vec,
+           SEGMENTS_BLOCK=max(2, triton.next_power_of_2(n_segments)), NUM_WARPS=num_warps, num_warps=num_warps,
+           **({"maxnreg": maxnreg} if maxnreg else {}))

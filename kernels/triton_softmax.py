@@ -2130,7 +2130,7 @@ def _run_forward_plan(y, x, plan, align):
         _forward_exchange(y, x, plan.block_size, plan.num_warps, plan.programs_per_sm, align)
     elif plan.path == "tma-stream":
         _gluon_softmax().tma_stream_forward(y, x, plan.rows_per_program, plan.num_warps, plan.segment_bytes,
-                                            _max_polls())
+                                            _max_polls(), launch=_launch)
     else:
         _forward_tile_stream(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm, plan.segment_bytes,
                              align, plan.unroll, log2, one_warp_from=plan.one_warp_from,
@@ -2149,7 +2149,7 @@ def _run_backward_plan(dx, y, dy, plan, align):
         _backward_exchange(dx, y, dy, plan.block_size, plan.num_warps, plan.programs_per_sm, align)
     elif plan.path == "tma-stream":
         _gluon_softmax().tma_stream_backward(dx, y, dy, plan.rows_per_program, plan.num_warps, plan.segment_bytes,
-                                             _max_polls(), plan.maxnreg)
+                                             _max_polls(), plan.maxnreg, launch=_launch)
     else:
         _backward_stream(dx, y, dy, plan.block_size, plan.num_warps, plan.programs_per_sm, plan.num_stages,
                          plan.segment_bytes, align, one_warp_from=plan.one_warp_from, slot_lanes=plan.slot_lanes,
@@ -2301,6 +2301,8 @@ def _block_lanes(kwargs: dict):
         return kwargs["TILE_ROWS"] * kwargs["VEC"]
     if kwargs.get("N_TILES") and kwargs.get("TILE"):
         return kwargs["N_TILES"] * kwargs["TILE"]
+    if kwargs.get("TILE"):  # tma-stream: one tile of a segment held in shared memory
+        return kwargs["TILE"]
     return None
 
 

@@ -255,3 +255,19 @@ def test_backward_operands_the_tma_cannot_read_take_stream():
     wide = torch.randn(4, 131072 + 64, device=DEVICE)
     wide[:, :131072] = dy
     backward_checked(y, wide[:, :131072], expect_tma=False)
+
+
+def test_launch_facts_know_a_tma_tile():
+    """The runs' compile facts give a tma-stream launch's block as one tile (its TILE), as they give tile-stream's."""
+    assert sm._block_lanes({"TILE": 4096, "SLOTS": 14, "VEC": 4}) == 4096
+    assert sm._block_lanes({"TILE_ROWS": 2048, "VEC": 4}) == 8192  # tile-stream's, unchanged
+
+
+@on_hopper
+def test_tma_stream_launches_are_logged_for_compile_facts():
+    """A dispatcher call that takes tma-stream records its compiled kernel, so a run's results name the kernel and its
+    registers and spills (sm.compile_facts)."""
+    facts = sm.compile_facts("softmax_forward", long_rows(2, 262144))
+    assert [fact["kernel"] for fact in facts] == ["_tma_stream_fwd_kernel"] and facts[0]["n_spills"] == 0
+    facts = sm.compile_facts("softmax_backward", long_rows(2, 262144))
+    assert [fact["kernel"] for fact in facts][-1] == "_tma_stream_bwd_kernel"
