@@ -19,6 +19,8 @@ The input is read through a descriptor that views the contiguous tensor as [nume
 elements), one box of such view rows a tile, so a tile may start anywhere a view row does: a segment's first tile
 starts at the view row that holds its first element, and masks drop what lies outside the segment.
 """
+from typing import Callable, NamedTuple
+
 import torch
 import triton
 from triton.experimental import gluon
@@ -358,42 +360,55 @@ def _direct(kernel, grid, *args, **kwargs) -> None:
     kernel[grid](*args, **kwargs)
 
 
+class _Launch(NamedTuple):
+    """What both directions' launches share: the grid, the segments, the zeroed slots and the constexprs."""
+    grid: tuple
+    n_segments: int
+    tiles_per_segment: int
+    slots: torch.Tensor
+    descriptor: Callable[[torch.Tensor], TensorDescriptor]
+    constexprs: dict
+
+
+def _launch_shape(t: torch.Tensor, vectors_per_thread: int, num_warps: int, segment_bytes: int) -> _Launch:
+    """The launch of a tma-stream kernel over tensors shaped as t (eligible), in segments of at most segment_bytes of
+    each tensor."""
+    n_rows, n_cols = t.shape
+    elem = t.element_size()
+    vec, width = 16 // elem, _view_width(t)
+    tile = num_warps * 32 * vectors_per_thread * vec
+    spare = 0 if n_cols % width == 0 else 1
+    n_segments, tiles_per_segment = _segments(n_cols, tile, segment_bytes, elem, spare)
+    layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=elem * 8, rank=2)
+
+    def descriptor(u: torch.Tensor) -> TensorDescriptor:
+        """u viewed as [numel / width, width], a tile a box."""
+        view = u.view(-1, width)
+        return TensorDescriptor(view, list(view.shape), list(view.stride()), [tile // width, width], layout)
+    return _Launch(
+        grid=(min(torch.cuda.get_device_properties(t.device).multi_processor_count, n_rows * n_segments),),
+        n_segments=n_segments, tiles_per_segment=tiles_per_segment,
+        slots=torch.zeros(n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=t.device),
+        descriptor=descriptor,
+        constexprs=dict(TILE=tile, SLOTS=tiles_per_segment + spare, VEC=vec, ALIGN=vec,
+                        SEGMENTS_BLOCK=max(2, triton.next_power_of_2(n_segments)), NUM_WARPS=num_warps,
+                        num_warps=num_warps))
+
+
 def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int, num_warps: int,
                        segment_bytes: int, max_polls: int, launch=_direct) -> None:
     """Launch the tma-stream forward from x into y (both contiguous, x eligible: tma_stream_eligible), through
     launch(kernel, grid, *args, **kwargs)."""
-    n_rows, n_cols = x.shape
-    elem = x.element_size()
-    vec, width = 16 // elem, _view_width(x)
-    tile = num_warps * 32 * vectors_per_thread * vec
-    spare = 0 if n_cols % width == 0 else 1
-    n_segments, tiles_per_segment = _segments(n_cols, tile, segment_bytes, elem, spare)
-    slots = torch.zeros(n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=x.device)
-    layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=elem * 8, rank=2)
-    view = x.view(-1, width)
-    in_desc = TensorDescriptor(view, list(view.shape), list(view.stride()), [tile // width, width], layout)
-    n_programs = min(torch.cuda.get_device_properties(x.device).multi_processor_count, n_rows * n_segments)
-    launch(_tma_stream_fwd_kernel, (n_programs,), y, x, in_desc, slots, n_rows, n_cols, n_segments,
-           tiles_per_segment, max_polls, TILE=tile, SLOTS=tiles_per_segment + spare, VEC=vec, ALIGN=vec,
-           SEGMENTS_BLOCK=max(2, triton.next_power_of_2(n_segments)), NUM_WARPS=num_warps, num_warps=num_warps)
+    shape = _launch_shape(x, vectors_per_thread, num_warps, segment_bytes)
+    launch(_tma_stream_fwd_kernel, shape.grid, y, x, shape.descriptor(x), shape.slots, *x.shape, shape.n_segments,
+           shape.tiles_per_segment, max_polls, **shape.constexprs)
 
 
 def tma_stream_backward(dx: torch.Tensor, y: torch.Tensor, dy: torch.Tensor, vectors_per_thread: int, num_warps: int,
                         segment_bytes: int, max_polls: int, maxnreg: int = 0, launch=_direct) -> None:
     """Launch the tma-stream backward into dx (contiguous) from y and dy (both eligible: tma_stream_eligible),
     through launch; segment_bytes holds both tensors' tiles; maxnreg (0: ptxas chooses) caps a thread's registers."""
-    n_rows, n_cols = y.shape
-    elem = y.element_size()
-    vec, width = 16 // elem, _view_width(y)
-    tile = num_warps * 32 * vectors_per_thread * vec
-    spare = 0 if n_cols % width == 0 else 1
-    n_segments, tiles_per_segment = _segments(n_cols, tile, segment_bytes // 2, elem, spare)
-    slots = torch.zeros(n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=y.device)
-    layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=elem * 8, rank=2)
-    descriptors = [TensorDescriptor(t.view(-1, width), [t.numel() // width, width], [width, 1], [tile // width, width],
-                                    layout) for t in (y, dy)]
-    n_programs = min(torch.cuda.get_device_properties(y.device).multi_processor_count, n_rows * n_segments)
-    launch(_tma_stream_bwd_kernel, (n_programs,), dx, y, dy, *descriptors, slots, n_rows, n_cols, n_segments,
-           tiles_per_segment, max_polls, TILE=tile, SLOTS=tiles_per_segment + spare, VEC=vec, ALIGN=vec,
-           SEGMENTS_BLOCK=max(2, triton.next_power_of_2(n_segments)), NUM_WARPS=num_warps, num_warps=num_warps,
+    shape = _launch_shape(y, vectors_per_thread, num_warps, segment_bytes // 2)
+    launch(_tma_stream_bwd_kernel, shape.grid, dx, y, dy, shape.descriptor(y), shape.descriptor(dy), shape.slots,
+           *y.shape, shape.n_segments, shape.tiles_per_segment, max_polls, **shape.constexprs,
            **({"maxnreg": maxnreg} if maxnreg else {}))

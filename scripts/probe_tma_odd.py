@@ -10,7 +10,7 @@ a 16-byte store into four (fp32) wherever N is odd. Here:
   compiler keeps 16-byte stores), and, only in a segment's first and last tile, the vectors that straddle its ends
   element by element.
 Everything else is the product's kernel (its helpers are imported), without its cold path for a grid that is not
-co-resident (the probe waits as long as it takes).
+co-resident (the probe waits as long as it takes: max_polls 2^30).
 
     python scripts/probe_tma_odd.py      # on a CUDA machine (sm_90); writes probe_tma_odd.json
 """
@@ -26,8 +26,8 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from kernels.gluon_softmax import (SEGMENT_BYTES, _combine, _cta_barrier, _exp, _issue_tile, _item_span,  # noqa: E402
-                                   _online, _pack, _segments, _tile)
+from kernels.gluon_softmax import (SEGMENT_BYTES, _await_slots, _combine, _cta_barrier, _exp, _issue_tile,  # noqa: E402
+                                   _item_span, _new_barriers, _online, _pack, _segments, _tile, _tile_offsets)
 
 
 @gluon.jit
@@ -50,12 +50,11 @@ def _tma_odd_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_col
     W: gl.constexpr = in_desc.block_type.shape[1]
     layout: gl.constexpr = gl.BlockedLayout([1, VEC], [32, 1], [NUM_WARPS, 1], [1, 0])
     smem = gl.allocate_shared_memory(dtype, [SLOTS] + in_desc.block_type.shape, in_desc.layout)
-    bars = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(SLOTS):
-        mbarrier.init(bars.index(i), count=1)
+    bars = _new_barriers(SLOTS)
     n_cols = n_cols // ALIGN * ALIGN
+    offsets = _tile_offsets(TILE, VEC, layout)
+    # each vector's first element, one value a vector (so the stores' mask is provably whole vectors)
     vector_starts = gl.expand_dims(gl.arange(0, TILE // VEC, layout=gl.SliceLayout(1, layout)), 1) * VEC
-    offsets = vector_starts + gl.expand_dims(gl.arange(0, VEC, layout=gl.SliceLayout(0, layout)), 0)
     siblings = gl.arange(0, SEGMENTS_BLOCK, layout=gl.BlockedLayout([1], [32], [NUM_WARPS], [0]))
     n_items = n_rows * n_segments
     numel = n_rows * n_cols
@@ -86,11 +85,7 @@ def _tma_odd_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_col
             inv_row_sum = 1.0 / (seg_sum * _exp(seg_max - row_max))
         else:
             gl.atomic_xchg(slots_ptr + item, _pack(seg_max, seg_sum), sem="relaxed")
-            ptrs = slots_ptr + row * n_segments + siblings
-            in_row = siblings < n_segments
-            packed = gl.load(ptrs, mask=in_row, other=-1, volatile=True)
-            while gl.sum((packed == 0).to(gl.int32), axis=0) > 0:
-                packed = gl.load(ptrs, mask=in_row, other=-1, volatile=True)
+            ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, 1 << 30)
             part_max = gl.where(in_row, (packed >> 32).to(gl.int32).to(gl.float32, bitcast=True), float("-inf"))
             part_sum = packed.to(gl.int32).to(gl.float32, bitcast=True)
             row_max = gl.max(part_max, axis=0)

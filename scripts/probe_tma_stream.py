@@ -32,7 +32,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 # the helpers the product kept as the probe wrote them (its kernel here keeps the probe's log2 domain and knobs)
-from kernels.gluon_softmax import _issue_tile, _item_span, _pack  # noqa: E402
+from kernels.gluon_softmax import _await_slots, _issue_tile, _item_span, _pack  # noqa: E402
 
 LOG2E: gl.constexpr = gl.constexpr(1.4426950408889634)
 SHARED_BYTES = 220 * 1024  # of the 227 KB a program may take, with room for the barriers
@@ -110,13 +110,7 @@ def _tma_stream_fwd_kernel(output_ptr, in_desc, slots_ptr, n_rows, n_cols, n_seg
             inv_row_sum = 1.0 / (seg_sum * gl.exp2(seg_max - row_max))  # NaN for a fully -inf row, as torch
         else:
             gl.atomic_xchg(slots_ptr + item, _pack(seg_max, seg_sum), sem="relaxed")
-            ptrs = slots_ptr + row * n_segments + siblings
-            in_row = siblings < n_segments
-            packed = gl.load(ptrs, mask=in_row, other=-1, volatile=True)
-            polls = 0
-            while (gl.sum((packed == 0).to(gl.int32), axis=0) > 0) & (polls < max_polls):
-                packed = gl.load(ptrs, mask=in_row, other=-1, volatile=True)
-                polls += 1
+            ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, max_polls)
             part_max = gl.where(in_row, (packed >> 32).to(gl.int32).to(gl.float32, bitcast=True), float("-inf"))
             part_sum = packed.to(gl.int32).to(gl.float32, bitcast=True)
             row_max = gl.max(part_max, axis=0)

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from tolerances import BACKWARD_TOL, FORWARD_TOL
+
 INTERPRETING = os.environ.get("TRITON_INTERPRET") == "1"
 if not INTERPRETING and not torch.cuda.is_available():
     pytest.skip("needs a CUDA GPU, or TRITON_INTERPRET=1 (set before triton is imported)", allow_module_level=True)
@@ -26,8 +28,7 @@ DEVICE = torch.device("cpu" if INTERPRETING else "cuda")
 HOPPER = not INTERPRETING and torch.cuda.get_device_capability()[0] >= 9
 on_hopper = pytest.mark.skipif(not HOPPER, reason="Gluon's TMA kernel runs only on a GPU of compute capability >= 9.0")
 TMA_PLAN = next(plan for plan in sm.SOFTMAX_PLANS if plan.path == "tma-stream")
-# float32 (atol, rtol) against float64, as tests/test_softmax.py's FORWARD_TOL
-ATOL, RTOL = 1e-12, 1e-5
+ATOL, RTOL = FORWARD_TOL[torch.float32]
 
 
 def test_only_eligible_float32_rows_past_65536_columns_take_the_row():
@@ -203,16 +204,20 @@ def test_tensors_the_tma_cannot_read_take_tile_stream():
     forward_checked(long_rows(3, 100000, seed=5), expect_tma=False)  # 300,000 elements: 64 does not divide it
 
 
+def grad_from_output(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
+    """dx = y * (dy - sum(y * dy)) in float64, from the y and dy the kernel reads."""
+    y64, dy64 = y.double(), dy.double()
+    return y64 * (dy64 - (y64 * dy64).sum(-1, keepdim=True))
+
+
 def backward_checked(y: torch.Tensor, dy: torch.Tensor, expect_tma) -> None:
-    """softmax_backward(y, dy) against float64 on every element (tests/test_softmax.py's BACKWARD_TOL), after checking
+    """softmax_backward(y, dy) against float64 on every element (tolerances.BACKWARD_TOL), after checking
     the path where expect_tma says (None: either)."""
     tma = sm._tma_stream_eligible(y) and sm._tma_stream_eligible(dy)
     plan = sm._select_plan("backward", *y.shape, y.element_size(), y.device, sm._backward_align(y, y, dy), tma)
     assert expect_tma is None or (plan.path == "tma-stream") == expect_tma, plan
-    y64, dy64 = y.double(), dy.double()
-    expected = y64 * (dy64 - (y64 * dy64).sum(-1, keepdim=True))
-    atol_fraction, rtol = {torch.float32: (1e-5, 1e-4), torch.float16: (2e-3, 1e-2), torch.bfloat16: (3e-2, 5e-2)}[
-        y.dtype]
+    expected = grad_from_output(y, dy)
+    atol_fraction, rtol = BACKWARD_TOL[y.dtype]
     torch.testing.assert_close(sm.softmax_backward(y, dy).double(), expected, rtol=rtol,
                                atol=atol_fraction * expected.abs().max().item())
 
@@ -243,9 +248,9 @@ def test_tma_stream_backward_computes_missing_dots_itself():
     dx = torch.empty_like(y)
     plan = sm._select_plan("backward", 3, 1 << 20, 4, DEVICE, 4, True)
     gs.tma_stream_backward(dx, y, dy, plan.rows_per_program, plan.num_warps, plan.segment_bytes, 0, plan.maxnreg)
-    y64, dy64 = y.double(), dy.double()
-    expected = y64 * (dy64 - (y64 * dy64).sum(-1, keepdim=True))
-    torch.testing.assert_close(dx.double(), expected, rtol=1e-4, atol=1e-5 * expected.abs().max().item())
+    expected = grad_from_output(y, dy)
+    atol_fraction, rtol = BACKWARD_TOL[torch.float32]
+    torch.testing.assert_close(dx.double(), expected, rtol=rtol, atol=atol_fraction * expected.abs().max().item())
 
 
 @on_hopper
