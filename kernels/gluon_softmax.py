@@ -1,10 +1,11 @@
-"""The forward's "tma-stream" path: float32 rows too long for one SM, each segment held in shared memory (Gluon).
+"""The "tma-stream" path: rows too long for one SM, each segment held in shared memory (Gluon).
 
 Layer 1 and 2 of one path, apart from kernels/triton_softmax.py because it is written in Gluon
 (triton.experimental.gluon), Triton's lower-level language with user-managed shared memory and the Tensor Memory
 Accelerator (TMA). Gluon kernels run only on a CUDA GPU of compute capability 9.0 or more, never on the
-interpreter, so triton_softmax imports this module only when it launches the path (tma_stream_eligible says when),
-and the interpreter's tests take "tile-stream" for the same rows. Its GPU tests are tests/test_gluon_softmax.py.
+interpreter, so triton_softmax imports this module only when it launches the path (tma_forward_eligible and
+tma_backward_eligible say when), and the interpreter's tests take "tile-stream" and "stream" for the same rows. Its
+GPU tests are tests/test_gluon_softmax.py.
 
 Like tile-stream, a persistent grid (one program an SM) walks (row, segment) items and a row's segments exchange
 their (max, sum) through slots in global memory. The difference is where a segment waits between its two passes:
@@ -12,12 +13,14 @@ here all of it (up to 14 tiles of 16 KB) sits in shared memory, asked of the TMA
 it through L1. So the bytes in flight are bounded by shared memory rather than by registers, and as soon as every
 warp has read tile i of this item, tile i of the program's next item is asked for: the next item's reads overlap
 this item's writes and its wait for siblings. Measured against tile-stream on fp32 rows of 131,072-1M columns
-(notes/kernels.md, round 98): +11% to +16% on an H200, +1% to +12% on an H100; 2-byte rows lost (3-15%), their
-pass 1 being bound by its exp work rather than by loads, so they stay on tile-stream.
+(notes/kernels.md, round 98): +11% to +16% on an H200, +1% to +12% on an H100; 2-byte rows of whole vectors lost
+(3-15%), so they stay on tile-stream. The backward holds y and dy (up to 7 tiles each) the same way (round 99).
 
-The input is read through a descriptor that views the contiguous tensor as [numel / W, W] (W: 512 or 256 bytes of
-elements), one box of such view rows a tile, so a tile may start anywhere a view row does: a segment's first tile
-starts at the view row that holds its first element, and masks drop what lies outside the segment.
+A tensor is read through a descriptor that views it as [numel // W, W] (W: 512 bytes of elements for the forward;
+512 or 256, whichever divides the tensor, for the backward), one box of such view rows a tile, so a tile may start
+anywhere a view row does: a segment's first tile starts at the view row that holds its first element. The forward
+takes any row length: its tiles work on whole 16-byte vectors only, and the loose elements (a segment's partial
+vectors at either end, and the tail past the last whole view row) are read and written apart (round 102).
 """
 from typing import Callable, NamedTuple
 
@@ -142,21 +145,77 @@ def _combine(vec_max, vec_sum):
 
 
 @gluon.jit
+def _loose_offsets(first, end, covered, VEC: gl.constexpr, LOOSE: gl.constexpr, layout: gl.constexpr):
+    """(flat indices, mask) of an item's loose elements, those outside its whole 16-byte vectors in the descriptor:
+    the head [first, first rounded up to VEC), the foot [last rounded down to VEC, last) with last = min(end,
+    covered), and the tail [covered, end) that no whole view row holds; one block of LOOSE lanes (>= 2 VEC + W)."""
+    j = gl.arange(0, LOOSE, layout=layout)
+    last = gl.minimum(end, covered)
+    head_end = gl.minimum((first + VEC - 1) // VEC * VEC, last)
+    foot_start = gl.maximum(last // VEC * VEC, head_end)
+    flat = gl.where(j < VEC, first + j, gl.where(j < 2 * VEC, foot_start + j - VEC, covered + j - 2 * VEC))
+    mask = gl.where(j < VEC, flat < head_end, gl.where(j < 2 * VEC, flat < last, (flat >= first) & (flat < end)))
+    return flat, mask
+
+
+@gluon.jit
+def _whole(tile_lo, vector_starts, first, last, VEC: gl.constexpr):
+    """Which [vectors, 1] of the tile at flat index tile_lo lie wholly inside [first, last): one value a vector, so
+    loads and stores under it stay 16-byte ones."""
+    vector_lo = tile_lo + vector_starts
+    return (vector_lo >= first) & (vector_lo + VEC <= last)
+
+
+@gluon.jit
+def _reduce_tile(smem, bars, i, phases, vec_max, vec_sum, tile_start, vector_starts, first, last, dtype: gl.constexpr,
+                 TILE: gl.constexpr, VEC: gl.constexpr, layout: gl.constexpr):
+    """Pass 1 of slot i: wait for its tile and fold the tile's whole vectors into the running (max, sum)."""
+    mbarrier.wait(bars.index(i), (phases >> i) & 1)
+    whole = _whole(tile_start + i * TILE, vector_starts, first, last, VEC)
+    return _online(vec_max, vec_sum, gl.where(whole, _tile(smem, i, dtype, TILE, VEC, layout), float("-inf")))
+
+
+@gluon.jit
+def _write_tile(output_ptr, smem, i, offsets, vector_starts, row_max, inv_row_sum, tile_start, first, last,
+                dtype: gl.constexpr, TILE: gl.constexpr, VEC: gl.constexpr, layout: gl.constexpr):
+    """Pass 2 of slot i: store the softmax of the tile's whole vectors."""
+    tile_lo = tile_start + i * TILE
+    y = _exp(_tile(smem, i, dtype, TILE, VEC, layout) - row_max) * inv_row_sum
+    whole = _whole(tile_lo, vector_starts, first, last, VEC)
+    gl.store(output_ptr + (tile_lo + offsets).to(gl.int64), y.to(dtype), mask=whole & (offsets >= 0))
+
+
+@gluon.jit
+def _refill(in_desc, smem, bars, i, next_tile_start, TILE: gl.constexpr, W: gl.constexpr):
+    """Ask the TMA for the next item's tile i into slot i, once every warp has read the slot."""
+    fence_async_shared()
+    _cta_barrier()
+    _issue_tile(in_desc, smem.index(i), bars.index(i), next_tile_start + i * TILE, W)
+
+
+@gluon.jit
 def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_cols, n_segments, tiles_per_segment,
                            max_polls, TILE: gl.constexpr, SLOTS: gl.constexpr, VEC: gl.constexpr,
-                           ALIGN: gl.constexpr, SEGMENTS_BLOCK: gl.constexpr, NUM_WARPS: gl.constexpr):
+                           SEGMENTS_BLOCK: gl.constexpr, NUM_WARPS: gl.constexpr, LOOSE: gl.constexpr,
+                           TILE_LOOP: gl.constexpr):
     """Two-pass online softmax of (row, segment) items program_id, program_id + num_programs, ... of a contiguous
-    [n_rows, n_cols] input; a segment is at most SLOTS tiles of TILE elements, held in shared memory from its load
-    to its write. The maxima stay in the input's units (exp(x - m)), as in triton_softmax's float32 kernels."""
+    [n_rows, n_cols] input of any row length; a segment is at most SLOTS tiles of TILE elements, held in shared
+    memory from its load to its write. Tiles reduce and store only their whole 16-byte vectors; the few loose
+    elements an item has (_loose_offsets) are read from global memory apart, so that no tile carries a branch for
+    them: 14 unrolled tiles that did overflowed the instruction cache (round 101). TILE_LOOP runs the tiles as a loop
+    over a runtime slot rather than unrolled (a quarter of the code; for 2-byte rows, round 102). The maxima stay in
+    the input's units (exp(x - m)), as in triton_softmax's float32 kernels."""
     dtype: gl.constexpr = in_desc.dtype
     W: gl.constexpr = in_desc.block_type.shape[1]
     layout: gl.constexpr = gl.BlockedLayout([1, VEC], [32, 1], [NUM_WARPS, 1], [1, 0])
+    lanes: gl.constexpr = gl.BlockedLayout([1], [32], [NUM_WARPS], [0])
     smem = gl.allocate_shared_memory(dtype, [SLOTS] + in_desc.block_type.shape, in_desc.layout)
     bars = _new_barriers(SLOTS)
-    n_cols = n_cols // ALIGN * ALIGN  # tells the compiler what the launch checked: 16-byte vectors
     offsets = _tile_offsets(TILE, VEC, layout)
-    siblings = gl.arange(0, SEGMENTS_BLOCK, layout=gl.BlockedLayout([1], [32], [NUM_WARPS], [0]))
+    vector_starts = gl.expand_dims(gl.arange(0, TILE // VEC, layout=gl.SliceLayout(1, layout)), 1) * VEC
+    siblings = gl.arange(0, SEGMENTS_BLOCK, layout=lanes)
     n_items = n_rows * n_segments
+    covered = n_rows * n_cols // W * W  # the elements the descriptor's whole view rows hold
     step = gl.num_programs(0)
     item = gl.program_id(0)
     row, first, end, tile_start, n_tiles = _item_span(item, n_segments, tiles_per_segment, n_cols, TILE, W)
@@ -166,16 +225,25 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_
     phases = item * 0  # bit i: the phase slot i's barrier completes next
     for item in range(gl.program_id(0), n_items, step):
         row, first, end, tile_start, n_tiles = _item_span(item, n_segments, tiles_per_segment, n_cols, TILE, W)
+        last = gl.minimum(end, covered)
+        loose, loose_mask = _loose_offsets(first, end, covered, VEC, LOOSE, lanes)
+        loose_x = gl.load(input_ptr + loose.to(gl.int64), mask=loose_mask, other=float("-inf")).to(gl.float32)
         vec_max = gl.full([TILE // VEC], float("-inf"), gl.float32, layout=gl.SliceLayout(1, layout))
         vec_sum = gl.full([TILE // VEC], 0.0, gl.float32, layout=gl.SliceLayout(1, layout))
-        for i in gl.static_range(SLOTS):  # pass 1: each tile as it lands
-            if i < n_tiles:
-                mbarrier.wait(bars.index(i), (phases >> i) & 1)
-                flat = tile_start + i * TILE + offsets
-                x = gl.where((flat >= first) & (flat < end), _tile(smem, i, dtype, TILE, VEC, layout), float("-inf"))
-                vec_max, vec_sum = _online(vec_max, vec_sum, x)
+        if TILE_LOOP:  # pass 1: each tile as it lands
+            for t in range(n_tiles):
+                vec_max, vec_sum = _reduce_tile(smem, bars, t, phases, vec_max, vec_sum, tile_start, vector_starts,
+                                                first, last, dtype, TILE, VEC, layout)
+        else:
+            for i in gl.static_range(SLOTS):
+                if i < n_tiles:
+                    vec_max, vec_sum = _reduce_tile(smem, bars, i, phases, vec_max, vec_sum, tile_start,
+                                                    vector_starts, first, last, dtype, TILE, VEC, layout)
         phases = phases ^ ((1 << n_tiles) - 1)
-        seg_max, seg_sum = _combine(vec_max, vec_sum)
+        tiles_max, tiles_sum = _combine(vec_max, vec_sum)
+        seg_max = gl.maximum(tiles_max, gl.max(loose_x, axis=0))
+        safe_max = gl.where(seg_max == float("-inf"), 0.0, seg_max)
+        seg_sum = tiles_sum * _exp(tiles_max - safe_max) + gl.sum(_exp(loose_x - safe_max), axis=0)
         if n_segments == 1:
             row_max = seg_max
             inv_row_sum = 1.0 / (seg_sum * _exp(seg_max - row_max))  # NaN for a fully -inf row, as in torch
@@ -199,20 +267,27 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_
             row_max = gl.max(part_max, axis=0)
             # all -inf parts add 0 * exp(-inf) = 0; a fully -inf row gives NaN, as in torch
             inv_row_sum = 1.0 / gl.sum(gl.where(in_row, part_sum * _exp(part_max - row_max), 0.0), axis=0)
+        gl.store(output_ptr + loose.to(gl.int64), (_exp(loose_x - row_max) * inv_row_sum).to(dtype), mask=loose_mask)
         next_item = item + step
         next_row, next_first, next_end, next_tile_start, next_tiles = _item_span(
             next_item, n_segments, tiles_per_segment, n_cols, TILE, W)
         if next_item >= n_items:
             next_tiles = 0
-        for i in gl.static_range(SLOTS):  # pass 2, from shared memory; the next item's tile i follows tile i
-            if i < n_tiles:
-                flat = tile_start + i * TILE + offsets
-                y = _exp(_tile(smem, i, dtype, TILE, VEC, layout) - row_max) * inv_row_sum
-                gl.store(output_ptr + flat.to(gl.int64), y.to(dtype), mask=(flat >= first) & (flat < end))
-            if i < next_tiles:
-                fence_async_shared()
-                _cta_barrier()  # every warp has read slot i
-                _issue_tile(in_desc, smem.index(i), bars.index(i), next_tile_start + i * TILE, W)
+        if TILE_LOOP:  # pass 2, from shared memory; the next item's tile i follows tile i
+            for t in range(n_tiles):
+                _write_tile(output_ptr, smem, t, offsets, vector_starts, row_max, inv_row_sum, tile_start, first,
+                            last, dtype, TILE, VEC, layout)
+                if t < next_tiles:
+                    _refill(in_desc, smem, bars, t, next_tile_start, TILE, W)
+            for t in range(n_tiles, next_tiles):
+                _refill(in_desc, smem, bars, t, next_tile_start, TILE, W)
+        else:
+            for i in gl.static_range(SLOTS):
+                if i < n_tiles:
+                    _write_tile(output_ptr, smem, i, offsets, vector_starts, row_max, inv_row_sum, tile_start, first,
+                                last, dtype, TILE, VEC, layout)
+                if i < next_tiles:
+                    _refill(in_desc, smem, bars, i, next_tile_start, TILE, W)
     for i in gl.static_range(SLOTS):
         mbarrier.invalidate(bars.index(i))
 
@@ -336,13 +411,23 @@ def _view_width(x: torch.Tensor) -> int:
     return 0
 
 
-def tma_stream_eligible(x: torch.Tensor) -> bool:
-    """Whether the tma-stream kernel can take x: a CUDA tensor of compute capability 9.0 or more, contiguous, on a
-    16-byte-aligned base, of rows of whole 16-byte vectors, with a view row width dividing it and fewer than 2^31
-    elements (the kernel's flat indices are 32-bit)."""
+def _tma_readable(x: torch.Tensor) -> bool:
+    """Whether the TMA can read x as a flat view: a CUDA tensor of compute capability 9.0 or more, 2-D, contiguous, on
+    a 16-byte-aligned base, with fewer than 2^31 elements (the kernels' flat indices are 32-bit)."""
     return (x.is_cuda and x.dim() == 2 and x.is_contiguous() and x.data_ptr() % 16 == 0
-            and torch.cuda.get_device_capability(x.device)[0] >= 9
-            and x.shape[1] % (16 // x.element_size()) == 0 and 0 < x.numel() < 2 ** 31 and _view_width(x) > 0)
+            and torch.cuda.get_device_capability(x.device)[0] >= 9 and 0 < x.numel() < 2 ** 31)
+
+
+def tma_forward_eligible(x: torch.Tensor) -> bool:
+    """Whether the tma-stream forward can take x: readable by the TMA and of at least one view row (of
+    VIEW_ROW_BYTES[0]); any row length and element count (the kernel reads its loose elements apart)."""
+    return _tma_readable(x) and x.numel() * x.element_size() >= VIEW_ROW_BYTES[0]
+
+
+def tma_backward_eligible(x: torch.Tensor) -> bool:
+    """Whether the tma-stream backward can take x (y or dy): readable by the TMA, of rows of whole 16-byte vectors,
+    with a view row width dividing it."""
+    return _tma_readable(x) and x.shape[1] % (16 // x.element_size()) == 0 and _view_width(x) > 0
 
 
 def _segments(n_cols: int, tile: int, segment_bytes: int, elem_bytes: int, spare: int) -> tuple[int, int]:
@@ -370,45 +455,46 @@ class _Launch(NamedTuple):
     constexprs: dict
 
 
-def _launch_shape(t: torch.Tensor, vectors_per_thread: int, num_warps: int, segment_bytes: int) -> _Launch:
+def _launch_shape(t: torch.Tensor, vectors_per_thread: int, num_warps: int, segment_bytes: int, width: int) -> _Launch:
     """The launch of a tma-stream kernel over tensors shaped as t (eligible), in segments of at most segment_bytes of
-    each tensor."""
+    each tensor, through a descriptor of view rows of width elements over as many whole view rows as t holds."""
     n_rows, n_cols = t.shape
     elem = t.element_size()
-    vec, width = 16 // elem, _view_width(t)
-    tile = num_warps * 32 * vectors_per_thread * vec
+    tile = num_warps * 32 * vectors_per_thread * 16 // elem
     spare = 0 if n_cols % width == 0 else 1
     n_segments, tiles_per_segment = _segments(n_cols, tile, segment_bytes, elem, spare)
     layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=elem * 8, rank=2)
 
     def descriptor(u: torch.Tensor) -> TensorDescriptor:
-        """u viewed as [numel / width, width], a tile a box."""
-        view = u.view(-1, width)
+        """u's first numel // width * width elements viewed as [numel // width, width], a tile a box."""
+        view = u.view(-1)[: u.numel() // width * width].view(-1, width)
         return TensorDescriptor(view, list(view.shape), list(view.stride()), [tile // width, width], layout)
     return _Launch(
         grid=(min(torch.cuda.get_device_properties(t.device).multi_processor_count, n_rows * n_segments),),
         n_segments=n_segments, tiles_per_segment=tiles_per_segment,
         slots=torch.zeros(n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=t.device),
         descriptor=descriptor,
-        constexprs=dict(TILE=tile, SLOTS=tiles_per_segment + spare, VEC=vec, ALIGN=vec,
+        constexprs=dict(TILE=tile, SLOTS=tiles_per_segment + spare, VEC=16 // elem,
                         SEGMENTS_BLOCK=max(2, triton.next_power_of_2(n_segments)), NUM_WARPS=num_warps,
                         num_warps=num_warps))
 
 
 def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int, num_warps: int,
-                       segment_bytes: int, max_polls: int, launch=_direct) -> None:
-    """Launch the tma-stream forward from x into y (both contiguous, x eligible: tma_stream_eligible), through
-    launch(kernel, grid, *args, **kwargs)."""
-    shape = _launch_shape(x, vectors_per_thread, num_warps, segment_bytes)
+                       segment_bytes: int, max_polls: int, tile_loop: bool = False, launch=_direct) -> None:
+    """Launch the tma-stream forward from x into y (both contiguous, x eligible: tma_forward_eligible), through
+    launch(kernel, grid, *args, **kwargs); tile_loop: the kernel's TILE_LOOP."""
+    width = VIEW_ROW_BYTES[0] // x.element_size()
+    shape = _launch_shape(x, vectors_per_thread, num_warps, segment_bytes, width)
+    loose = triton.next_power_of_2(2 * shape.constexprs["VEC"] + width)
     launch(_tma_stream_fwd_kernel, shape.grid, y, x, shape.descriptor(x), shape.slots, *x.shape, shape.n_segments,
-           shape.tiles_per_segment, max_polls, **shape.constexprs)
+           shape.tiles_per_segment, max_polls, LOOSE=loose, TILE_LOOP=tile_loop, **shape.constexprs)
 
 
 def tma_stream_backward(dx: torch.Tensor, y: torch.Tensor, dy: torch.Tensor, vectors_per_thread: int, num_warps: int,
                         segment_bytes: int, max_polls: int, maxnreg: int = 0, launch=_direct) -> None:
-    """Launch the tma-stream backward into dx (contiguous) from y and dy (both eligible: tma_stream_eligible),
+    """Launch the tma-stream backward into dx (contiguous) from y and dy (both eligible: tma_backward_eligible),
     through launch; segment_bytes holds both tensors' tiles; maxnreg (0: ptxas chooses) caps a thread's registers."""
-    shape = _launch_shape(y, vectors_per_thread, num_warps, segment_bytes // 2)
+    shape = _launch_shape(y, vectors_per_thread, num_warps, segment_bytes // 2, _view_width(y))
     launch(_tma_stream_bwd_kernel, shape.grid, dx, y, dy, shape.descriptor(y), shape.descriptor(dy), shape.slots,
-           *y.shape, shape.n_segments, shape.tiles_per_segment, max_polls, **shape.constexprs,
-           **({"maxnreg": maxnreg} if maxnreg else {}))
+           *y.shape, shape.n_segments, shape.tiles_per_segment, max_polls, ALIGN=shape.constexprs["VEC"],
+           **shape.constexprs, **({"maxnreg": maxnreg} if maxnreg else {}))

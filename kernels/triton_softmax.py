@@ -27,8 +27,8 @@ Paths (see notes/kernels.md for the memory-traffic reasoning and the measurement
              for the tile one step ahead (TILE_STREAM_PREFETCH); rows that start off a 128-byte
              line are read from that line's start (_line_bases).
   stream   - the backward's "tile-stream": per-lane partials and software-pipelined loads.
-  tma-stream - tile-stream (forward, float32 rows) and stream (backward, all three types) on a GPU of compute
-             capability 9.0 or more, each segment held in shared memory, loaded by the TMA (kernels/gluon_softmax.py,
+  tma-stream - tile-stream (forward: float32 rows, and 2-byte rows of partial vectors up to 131,072 columns) and
+             stream (backward, all three types) on a GPU of compute capability 9.0 or more, each segment held in shared memory, loaded by the TMA (kernels/gluon_softmax.py,
              in Gluon; imported only when launched; the interpreter takes tile-stream and stream instead).
 
 Nothing here touches a device at import time.
@@ -1287,6 +1287,7 @@ class Plan(NamedTuple):
     shorter_segment_bytes: float = 0  # tile-stream: a shorter cut of the row, taken where the grid's arithmetic
                                       # favours it (see SHORTER_SEGMENT_GAIN; 0: none)
     min_l2_bytes: int = 0  # ... and the GPU's L2 holds at least this many bytes (see L2_60_MB)
+    tile_loop: bool = False  # forward tma-stream: the tiles as a loop rather than unrolled (see gluon_softmax)
 
 
 # An L2 this large or larger takes the table's min_l2_bytes rows: 60 MiB, the H200's (the H100's holds 50 MiB).
@@ -1446,6 +1447,14 @@ L2_60_MB = 60 << 20
 # 131,072, so on the H100 2-byte rows of 65,537-262,144 keep stream's 192 KB segments (the rows below). The backward
 # has no exp, so its 2-byte passes are bound by their loads, where the forward's are bound by their exp work. Capped
 # at 128 registers: Triton 3.8's own choice for the 2-byte kernel (64) spills 8 bytes; 3.6's (80) does not.
+# Since round 102 (notes/probes/2026-11-26-h{200,100}-tma-loose.json) the forward's tma-stream takes rows of any
+# length: a tile reduces and stores only its whole 16-byte vectors and an item's few loose elements are read apart.
+# Against tile-stream, two fresh inputs a shape: fp32 100,001 +7.9% on the H200, +0.1% on the H100; 777,777 +10.1%
+# and +6.1%. Round 100's first try, with each unrolled tile branching for its loose elements, ran at 0.22-0.40x: its
+# code overflowed the instruction cache (ncu, round 101). 2-byte rows of partial vectors at 100,001 columns gain with
+# the tiles as a loop (tile_loop: a quarter of the code) against "tile": fp16 +9.3% and bf16 +7.9% on the H200, +5.7%
+# and +6.0% on the H100, so 2-byte rows of partial vectors of 65,537-131,072 columns take it where "tile" would (2 rows
+# an SM or more: the case measured); at 777,777 columns they lost 10-21%, as the whole-vector 2-byte rows do.
 # Since round 90 (notes/probes/2026-11-25-h200-trials-{since-c60f2b1,segments}.json) the segments differ by GPU: on
 # an H200 the H100's 224/192 KB forward segments and 192 KB backward ones lost to the 256 KB they replaced, so rows
 # keyed on an L2 of 60 MB or more (min_l2_bytes; the H200's 60 MB against the H100's 50 MB tells the two apart, though
@@ -1487,11 +1496,13 @@ SOFTMAX_PLANS = (
     Plan("forward",     40960,        2,  4, "row-tiles",  1,  8192,    32,    0,    0,      0, 1, True),
     Plan("forward",     65536,        2,  0, "tile",       2,     0,    32,    1,    0,      0, 4, True),
     Plan("forward",    131072,        2,  2, "tile",       2,     0,    32,    1,    0,      0, 2, True),
+    Plan("forward",    131072,        2,  2, "tma-stream", 4,    0,     8,    1,    0, 229376, partial_vectors=True,
+         tile_loop=True),
     Plan("forward",    131072,        2,  2, "tile",       2,     0,    32,    1,    0,      0, 2, partial_vectors=True,
          edges_apart=True),
     Plan("forward",     65536,        2,  4, "tile",       2,     0,    32,    1,    0,      0, 2, partial_vectors=True),
     Plan("forward",     65536,        0,  4, "exchange",   0,  4096,     8,    4),
-    Plan("forward",  math.inf,        0,  4, "tma-stream", 4,    0,     8,    1,    0, 229376, whole_vectors=True),
+    Plan("forward",  math.inf,        0,  4, "tma-stream", 4,    0,     8,    1,    0, 229376),
     Plan("forward",  math.inf,        0,  2, "tile-stream", 2,    0,    32,    1,    0, 262144, one_warp_from=2,
          min_l2_bytes=L2_60_MB),
     Plan("forward",  math.inf,        0,  4, "tile-stream", 2,    0,    32,    1,    0, 262144, min_l2_bytes=L2_60_MB),
@@ -1732,11 +1743,13 @@ def _gluon_softmax():
     return gluon_softmax
 
 
-def _tma_stream_eligible(x: torch.Tensor) -> bool:
-    """Whether x may take a "tma-stream" row: long rows (where the table has one) on a CUDA GPU, not the interpreter,
-    that kernels.gluon_softmax can read (its tma_stream_eligible)."""
-    return (x.shape[1] >= MAX_FUSED_SIZE and x.is_cuda and not _interpreting() and _gluon_softmax() is not None
-            and _gluon_softmax().tma_stream_eligible(x))
+def _tma_stream_eligible(x: torch.Tensor, op: str = "forward") -> bool:
+    """Whether x may take a "tma-stream" row of op: long rows (where the table has one) on a CUDA GPU, not the
+    interpreter, that kernels.gluon_softmax can read (its tma_forward_eligible or tma_backward_eligible)."""
+    if not (x.shape[1] >= MAX_FUSED_SIZE and x.is_cuda and not _interpreting() and _gluon_softmax() is not None):
+        return False
+    gluon_softmax = _gluon_softmax()
+    return (gluon_softmax.tma_forward_eligible if op == "forward" else gluon_softmax.tma_backward_eligible)(x)
 
 
 def _max_polls() -> int:
@@ -2130,7 +2143,7 @@ def _run_forward_plan(y, x, plan, align):
         _forward_exchange(y, x, plan.block_size, plan.num_warps, plan.programs_per_sm, align)
     elif plan.path == "tma-stream":
         _gluon_softmax().tma_stream_forward(y, x, plan.rows_per_program, plan.num_warps, plan.segment_bytes,
-                                            _max_polls(), launch=_launch)
+                                            _max_polls(), plan.tile_loop, launch=_launch)
     else:
         _forward_tile_stream(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm, plan.segment_bytes,
                              align, plan.unroll, log2, one_warp_from=plan.one_warp_from,
@@ -2181,7 +2194,7 @@ def softmax_backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
     y, dy, dx = _backward_operands(y, dy)
     if y.numel():
         align = _backward_align(dx, y, dy)
-        tma = _tma_stream_eligible(y) and _tma_stream_eligible(dy)
+        tma = _tma_stream_eligible(y, "backward") and _tma_stream_eligible(dy, "backward")
         _run_backward_plan(dx, y, dy, _select_plan("backward", *y.shape, y.element_size(), y.device, align, tma), align)
     return dx
 

@@ -247,7 +247,7 @@ def product_probe(out: list) -> None:
     from probe_trials import ab_trials, sm
 
     def tile_stream(x):
-        eligible, sm._tma_stream_eligible = sm._tma_stream_eligible, lambda x: False
+        eligible, sm._tma_stream_eligible = sm._tma_stream_eligible, lambda x, op="forward": False
         try:
             return sm.softmax_forward(x)
         finally:
@@ -264,7 +264,7 @@ def backward_probe(out: list) -> None:
 
     def tma_backward(warps, vectors):
         def backward(y, dy):
-            assert gs.tma_stream_eligible(y) and gs.tma_stream_eligible(dy)
+            assert gs.tma_backward_eligible(y) and gs.tma_backward_eligible(dy)
             dx = torch.empty_like(y)
             gs.tma_stream_backward(dx, y, dy, vectors, warps, gs.SEGMENT_BYTES, 4096)
             return dx

@@ -1,4 +1,4 @@
-"""kernels/gluon_softmax.py: the forward's tma-stream path (Gluon, CUDA compute capability 9.0 or more only).
+"""kernels/gluon_softmax.py: the tma-stream path (Gluon, CUDA compute capability 9.0 or more only).
 
 The interpreter cannot run Gluon, so on the CPU these tests check the dispatch (which tensors may take the path), the
 launch arithmetic, and the kernel compiled for sm_90 through ptxas; on a Hopper GPU they check its output against
@@ -27,20 +27,31 @@ gs = importlib.import_module("kernels.gluon_softmax")
 DEVICE = torch.device("cpu" if INTERPRETING else "cuda")
 HOPPER = not INTERPRETING and torch.cuda.get_device_capability()[0] >= 9
 on_hopper = pytest.mark.skipif(not HOPPER, reason="Gluon's TMA kernel runs only on a GPU of compute capability >= 9.0")
-TMA_PLAN = next(plan for plan in sm.SOFTMAX_PLANS if plan.path == "tma-stream")
+TMA_PLAN = next(plan for plan in sm.SOFTMAX_PLANS if plan.path == "tma-stream" and plan.elem_bytes == 4)
+LOOP_PLAN = next(plan for plan in sm.SOFTMAX_PLANS if plan.path == "tma-stream" and plan.tile_loop)
 ATOL, RTOL = FORWARD_TOL[torch.float32]
 
 
-def test_only_eligible_float32_rows_past_65536_columns_take_the_row():
-    """The table's tma-stream row serves whole-vector float32 rows past 65,536 columns, and only where the caller says
-    the tensor is eligible; without that (the interpreter, other tensors) the same shapes take tile-stream."""
-    assert (TMA_PLAN.elem_bytes, TMA_PLAN.whole_vectors, TMA_PLAN.segment_bytes) == (4, True, gs.SEGMENT_BYTES)
-    for n_rows, n_cols in ((1, 65540), (128, 1 << 20), (10**6, 262144)):
-        assert sm._select_plan("forward", n_rows, n_cols, 4, DEVICE, 4, True) == TMA_PLAN
-        assert sm._select_plan("forward", n_rows, n_cols, 4, DEVICE, 4).path == "tile-stream"
+def test_the_forward_rows_by_type_and_vectors():
+    """The forward's tma-stream rows serve float32 rows of any length past 65,536 columns, and 2-byte rows of partial
+    vectors of 65,537-131,072 columns with 2 rows an SM or more (as a tile loop), only where the caller says the
+    tensor is eligible; without that (the interpreter, other tensors) the same shapes take tile-stream or tile."""
+    assert (TMA_PLAN.op, TMA_PLAN.whole_vectors, TMA_PLAN.segment_bytes, TMA_PLAN.tile_loop) == (
+        "forward", False, gs.SEGMENT_BYTES, False)
+    assert (LOOP_PLAN.op, LOOP_PLAN.elem_bytes, LOOP_PLAN.partial_vectors, LOOP_PLAN.max_cols) == (
+        "forward", 2, True, 131072)
+    for n_rows, n_cols, align in ((1, 65540, 4), (128, 1 << 20, 4), (10**6, 262144, 4), (1342, 100001, 1),
+                                  (172, 777777, 1)):
+        assert sm._select_plan("forward", n_rows, n_cols, 4, DEVICE, align, True) == TMA_PLAN
+        assert sm._select_plan("forward", n_rows, n_cols, 4, DEVICE, align).path == "tile-stream"
     assert sm._select_plan("forward", 10**6, 65536, 4, DEVICE, 4, True).path != "tma-stream"
+    many = 2 * sm._sm_count(DEVICE)
+    assert sm._select_plan("forward", many, 100001, 2, DEVICE, 1, True) == LOOP_PLAN
+    assert sm._select_plan("forward", many, 100001, 2, DEVICE, 1).path == "tile"
+    assert sm._select_plan("forward", many, 100000, 2, DEVICE, 8, True).path == "tile"  # whole vectors: not measured
+    assert sm._select_plan("forward", many - 1, 100001, 2, DEVICE, 1, True).path == "tile-stream"  # few rows: same
+    assert sm._select_plan("forward", many, 131073, 2, DEVICE, 1, True).path == "tile-stream"  # 777,777 lost
     assert sm._select_plan("forward", 128, 1 << 20, 2, DEVICE, 8, True).path == "tile-stream"  # 2-byte rows lost
-    assert sm._select_plan("forward", 128, 100001, 4, DEVICE, 1, True).path == "tile-stream"  # not whole vectors
 
 
 def test_the_backward_rows_by_l2_and_type():
@@ -61,7 +72,8 @@ def test_the_backward_rows_by_l2_and_type():
 def test_tensors_off_a_gpu_are_never_eligible():
     """A CPU tensor (the interpreter's) never asks Gluon: the dispatcher's check stops before the import's."""
     assert not sm._tma_stream_eligible(torch.ones(2, 70000))
-    assert not gs.tma_stream_eligible(torch.ones(2, 70000))
+    assert not sm._tma_stream_eligible(torch.ones(2, 70000), "backward")
+    assert not gs.tma_forward_eligible(torch.ones(2, 70000)) and not gs.tma_backward_eligible(torch.ones(2, 70000))
 
 
 @pytest.mark.parametrize("shape,width", [((4, 100000), 128), ((3, 100000), 0), ((16, 524292), 64), ((1, 96), 0),
@@ -95,8 +107,9 @@ from triton.experimental.gluon._runtime import GluonASTSource
 import kernels.triton_softmax as sm
 import kernels.gluon_softmax as gs
 op, dtype = sys.argv[1], sys.argv[2]
-plan = next(plan for plan in sm.SOFTMAX_PLANS if plan.path == "tma-stream" and plan.op == op)
 elem = 4 if dtype == "fp32" else 2
+plan = next(plan for plan in sm.SOFTMAX_PLANS if plan.path == "tma-stream" and plan.op == op
+            and plan.elem_bytes in (0, elem))
 tile, width = plan.num_warps * 32 * plan.rows_per_program * 16 // elem, 512 // elem
 layout = f"NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth={8 * elem}, rank=2)"
 desc, pointer = f"tensordesc<{dtype}[{tile // width},{width}],{layout}>", "*" + dtype
@@ -105,11 +118,13 @@ scalars = {"slots_ptr": "*i64", "n_rows": "i32", "n_cols": "i32", "n_segments": 
 if op == "forward":
     signature = {"output_ptr": pointer, "input_ptr": pointer, "in_desc": desc, **scalars}
     kernel_fn, slots, aligned = gs._tma_stream_fwd_kernel, plan.segment_bytes // (tile * elem), (0, 1, 3)
+    kind = dict(LOOSE=triton.next_power_of_2(2 * 16 // elem + width), TILE_LOOP=plan.tile_loop)
 else:
     signature = {"grad_input_ptr": pointer, "output_ptr": pointer, "grad_output_ptr": pointer, "y_desc": desc,
                  "dy_desc": desc, **scalars}
     kernel_fn, slots, aligned = gs._tma_stream_bwd_kernel, plan.segment_bytes // 2 // (tile * elem), (0, 1, 2, 5)
-constexprs = dict(TILE=tile, SLOTS=slots, VEC=16 // elem, ALIGN=16 // elem, SEGMENTS_BLOCK=32, NUM_WARPS=plan.num_warps)
+    kind = dict(ALIGN=16 // elem)
+constexprs = dict(TILE=tile, SLOTS=slots, VEC=16 // elem, SEGMENTS_BLOCK=32, NUM_WARPS=plan.num_warps, **kind)
 signature.update(dict.fromkeys(constexprs, "constexpr"))
 kernel = triton.compile(GluonASTSource(fn=kernel_fn, signature=signature, constexprs=constexprs,
                                        attrs={(i,): [["tt.divisibility", 16]] for i in aligned}),
@@ -123,23 +138,29 @@ with tempfile.NamedTemporaryFile(suffix=".cubin") as cubin:
     sass = subprocess.run([str(cuobjdump), "-sass", cubin.name], capture_output=True, text=True).stdout
 facts = dict(re.findall(r"(REG|STACK|LOCAL):(\\d+)", usage))
 print(facts["REG"], facts["STACK"], facts["LOCAL"], kernel.metadata.shared, sass.count("UTMALDG"),
-      sass.count("STG.E.128"), constexprs["SLOTS"])
+      sass.count("STG.E.128"), constexprs["SLOTS"], int(plan.tile_loop))
 """
 
 
-@pytest.mark.parametrize("op,dtype", [("forward", "fp32"), ("backward", "fp32"), ("backward", "fp16")])
+@pytest.mark.parametrize("op,dtype", [("forward", "fp32"), ("forward", "fp16"), ("backward", "fp32"),
+                                      ("backward", "fp16")])
 def test_tma_stream_compiles_for_hopper_without_spills(op, dtype):
     """The table's launches compile for sm_90 with nothing spilled, within a Hopper program's 227 KB of shared memory,
-    one TMA load a tile of each tensor (for the first item, and for the next as each slot frees), 16-byte stores."""
+    one TMA load a tile of each tensor (for the first item, and for the next as each slot frees; a tile loop has
+    one for the first item's tiles a slot and one in each pass's loop), 16-byte stores."""
     env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
     done = subprocess.run([sys.executable, "-c", HOPPER_COMPILE, op, dtype], env=env, capture_output=True, text=True,
                           timeout=600, cwd=Path(__file__).resolve().parent.parent)
     assert done.returncode == 0, done.stderr[-2000:]
-    registers, stack, local, shared, tma_loads, vector_stores, slots = map(int, done.stdout.split())
+    registers, stack, local, shared, tma_loads, vector_stores, slots, tile_loop = map(int, done.stdout.split())
     assert stack == 0 and local == 0, done.stdout  # spills would show as stack or local memory
     assert 0 < registers <= 255 and shared <= 227 * 1024
     tensors = 1 if op == "forward" else 2
-    assert slots == 14 // tensors and tma_loads == 2 * tensors * slots and vector_stores >= slots
+    assert slots == 14 // tensors
+    if tile_loop:
+        assert (tma_loads, vector_stores) == (slots + 2, 4), done.stdout
+    else:
+        assert tma_loads == 2 * tensors * slots and vector_stores >= slots, done.stdout
 
 
 def forward_checked(x: torch.Tensor, expect_tma: bool) -> None:
@@ -147,34 +168,43 @@ def forward_checked(x: torch.Tensor, expect_tma: bool) -> None:
     align = sm._forward_align(x, x)
     plan = sm._select_plan("forward", *x.shape, x.element_size(), x.device, align, sm._tma_stream_eligible(x))
     assert (plan.path == "tma-stream") == expect_tma, plan
-    torch.testing.assert_close(sm.softmax_forward(x).double(), torch.softmax(x.double(), -1), atol=ATOL, rtol=RTOL,
+    atol, rtol = FORWARD_TOL[x.dtype]
+    torch.testing.assert_close(sm.softmax_forward(x).double(), torch.softmax(x.double(), -1), atol=atol, rtol=rtol,
                                equal_nan=True)
 
 
-def long_rows(n_rows: int, n_cols: int, seed: int = 0) -> torch.Tensor:
-    """randn * 3 with a random offset a row (distinct maxima, never zeros), float32 on the GPU."""
+def long_rows(n_rows: int, n_cols: int, seed: int = 0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """randn * 3 with a random offset a row (distinct maxima, never zeros), in dtype on the GPU."""
     generator = torch.Generator().manual_seed(seed)
     x = torch.randn(n_rows, n_cols, generator=generator) * 3 + torch.randn(n_rows, 1, generator=generator) * 10
-    return x.to(DEVICE)
+    return x.to(dtype).to(DEVICE)
 
 
 # Why each shape: 32 x 65,540 (two segments a row, the fewest past the tile kernel's band; segments start inside view
-# rows: the spare tile); 2 x 100,000 (256-byte view rows: 512 do not divide 200,000);
-# 2 x 262,144 (2 rows of 5 segments: fewer items than SMs, programs without an item); 300 x 131,072 (more items than
-# SMs: programs loop and reuse their slots, so the barriers' phases turn); 16 x 524,292 (the spare tile with 256-byte
-# view rows); 1 x 1M (19 segments, the widest slot vector).
+# rows: the spare tile); 2 x 100,000 (a tail: 512-byte view rows do not divide 200,000, so its last 64 elements are
+# read apart); 2 x 262,144 (2 rows of 5 segments: fewer items than SMs, programs without an item); 300 x 131,072 (more
+# items than SMs: programs loop and reuse their slots, so the barriers' phases turn); 16 x 524,292 (the spare tile);
+# 1 x 1M (19 segments, the widest slot vector); odd rows (partial vectors at both ends of every segment but row 0's
+# first): 3 x 100,001, 5 x 777,777, 7 x 65,541 (the fewest columns), 1 x 200,003 (a tail); 1 x 122,885 (its last
+# tile starts exactly at the last whole view row: a box wholly past the descriptor, which the TMA fills with zeros);
+# 2-byte rows of partial vectors on the tile loop: 300 x 100,001 fp16, 300 x 65,537 bf16.
 @on_hopper
-@pytest.mark.parametrize("n_rows,n_cols", [(32, 65540), (2, 100000), (2, 262144), (300, 131072), (16, 524292),
-                                           (1, 1 << 20)])
-def test_tma_stream_matches_float64(n_rows, n_cols):
-    forward_checked(long_rows(n_rows, n_cols), expect_tma=True)
+@pytest.mark.parametrize("n_rows,n_cols,dtype", [
+    (32, 65540, torch.float32), (2, 100000, torch.float32), (2, 262144, torch.float32), (300, 131072, torch.float32),
+    (16, 524292, torch.float32), (1, 1 << 20, torch.float32), (3, 100001, torch.float32),
+    (5, 777777, torch.float32), (7, 65541, torch.float32), (1, 200003, torch.float32), (1, 122885, torch.float32),
+    (300, 100001, torch.float16), (300, 65537, torch.bfloat16)], ids=str)
+def test_tma_stream_matches_float64(n_rows, n_cols, dtype):
+    forward_checked(long_rows(n_rows, n_cols, dtype=dtype), expect_tma=True)
 
 
 @on_hopper
-def test_tma_stream_masks_and_extremes():
+@pytest.mark.parametrize("n_cols", [262144, 262147])
+def test_tma_stream_masks_and_extremes(n_cols):
     """-inf entries weigh 0, a row of -inf gives NaN (as torch), and values near float32's top and bottom come out
-    exact: the kernel keeps its maxima in the input's units, where the log2 domain would overflow past 2.4e38."""
-    x = long_rows(6, 262144, seed=1)
+    exact: the kernel keeps its maxima in the input's units, where the log2 domain would overflow past 2.4e38. In
+    whole-vector rows and in odd ones, whose loose elements take the same masks apart from the tiles."""
+    x = long_rows(6, n_cols, seed=1)
     x[0, ::3] = float("-inf")
     x[1] = float("-inf")
     x[2, :1000] = 3.0e38
@@ -184,10 +214,11 @@ def test_tma_stream_masks_and_extremes():
 
 
 @on_hopper
-def test_tma_stream_computes_partials_its_siblings_have_not_published():
+@pytest.mark.parametrize("n_cols", [1 << 20, 777777])
+def test_tma_stream_computes_partials_its_siblings_have_not_published(n_cols):
     """With no wait at all (max_polls 0) a program computes every missing sibling's partial from global memory, the
     path that keeps a grid that is not co-resident from waiting forever: the output is the same softmax."""
-    x = long_rows(3, 1 << 20, seed=2)
+    x = long_rows(3, n_cols, seed=2)
     y = torch.empty_like(x)
     gs.tma_stream_forward(y, x, TMA_PLAN.rows_per_program, TMA_PLAN.num_warps, TMA_PLAN.segment_bytes, 0)
     torch.testing.assert_close(y.double(), torch.softmax(x.double(), -1), atol=ATOL, rtol=RTOL)
@@ -195,13 +226,11 @@ def test_tma_stream_computes_partials_its_siblings_have_not_published():
 
 @on_hopper
 def test_tensors_the_tma_cannot_read_take_tile_stream():
-    """A base off 16 bytes, rows with a gap between them, and an element count no view row width divides: each takes
-    tile-stream, and comes out right."""
+    """A base off 16 bytes and rows with a gap between them: each takes tile-stream, and comes out right."""
     flat = long_rows(1, 4 * 131072 + 1, seed=3).view(-1)
     forward_checked(flat[1:].view(4, 131072), expect_tma=False)  # base 4 bytes past a 16-byte boundary
     wide = long_rows(4, 131072 + 64, seed=4)
     forward_checked(wide[:, :131072], expect_tma=False)  # row stride 131,136: not contiguous
-    forward_checked(long_rows(3, 100000, seed=5), expect_tma=False)  # 300,000 elements: 64 does not divide it
 
 
 def grad_from_output(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
@@ -213,7 +242,7 @@ def grad_from_output(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
 def backward_checked(y: torch.Tensor, dy: torch.Tensor, expect_tma) -> None:
     """softmax_backward(y, dy) against float64 on every element (tolerances.BACKWARD_TOL), after checking
     the path where expect_tma says (None: either)."""
-    tma = sm._tma_stream_eligible(y) and sm._tma_stream_eligible(dy)
+    tma = sm._tma_stream_eligible(y, "backward") and sm._tma_stream_eligible(dy, "backward")
     plan = sm._select_plan("backward", *y.shape, y.element_size(), y.device, sm._backward_align(y, y, dy), tma)
     assert expect_tma is None or (plan.path == "tma-stream") == expect_tma, plan
     expected = grad_from_output(y, dy)
