@@ -115,6 +115,14 @@ def _await_slots(slots_ptr, row, n_segments, siblings, max_polls):
 
 
 @gluon.jit
+def _missing(packed, siblings, sibling):
+    """Whether sibling's slot read 0 in packed: one value for the whole program (a reduction), where a scalar load
+    of the slot could differ between threads while its owner publishes, and split the program around the barriers
+    of the partial's own reductions."""
+    return gl.max(gl.where(siblings == sibling, (packed == 0).to(gl.int32), 0), axis=0) > 0
+
+
+@gluon.jit
 def _global_segment_max_sum(input_ptr, first, end, offsets, TILE: gl.constexpr, VEC: gl.constexpr,
                             layout: gl.constexpr):
     """(max, sum of exp(x - max)) of the flat elements [first, end), read from global memory: the cold path for a
@@ -167,22 +175,34 @@ def _whole(tile_lo, vector_starts, first, last, VEC: gl.constexpr):
 
 
 @gluon.jit
-def _reduce_tile(smem, bars, i, phases, vec_max, vec_sum, tile_start, vector_starts, first, last, dtype: gl.constexpr,
-                 TILE: gl.constexpr, VEC: gl.constexpr, layout: gl.constexpr):
-    """Pass 1 of slot i: wait for its tile and fold the tile's whole vectors into the running (max, sum)."""
-    mbarrier.wait(bars.index(i), (phases >> i) & 1)
-    whole = _whole(tile_start + i * TILE, vector_starts, first, last, VEC)
-    return _online(vec_max, vec_sum, gl.where(whole, _tile(smem, i, dtype, TILE, VEC, layout), float("-inf")))
+def _in_tiles(tile_lo, offsets, vector_starts, first, end, last, VEC: gl.constexpr, LOOSE: gl.constexpr):
+    """Which elements of the tile at flat index tile_lo are the tiles' to reduce and store: those of its whole vectors
+    inside [first, last), or, where the tensor has no loose elements (LOOSE 0), simply those inside [first, end)."""
+    if LOOSE > 0:
+        return _whole(tile_lo, vector_starts, first, last, VEC) & (offsets >= 0)
+    else:
+        return (tile_lo + offsets >= first) & (tile_lo + offsets < end)
 
 
 @gluon.jit
-def _write_tile(output_ptr, smem, i, offsets, vector_starts, row_max, inv_row_sum, tile_start, first, last,
-                dtype: gl.constexpr, TILE: gl.constexpr, VEC: gl.constexpr, layout: gl.constexpr):
-    """Pass 2 of slot i: store the softmax of the tile's whole vectors."""
+def _reduce_tile(smem, bars, i, phases, vec_max, vec_sum, tile_start, offsets, vector_starts, first, end, last,
+                 dtype: gl.constexpr, TILE: gl.constexpr, VEC: gl.constexpr, LOOSE: gl.constexpr,
+                 layout: gl.constexpr):
+    """Pass 1 of slot i: wait for its tile and fold the tile's elements (_in_tiles) into the running (max, sum)."""
+    mbarrier.wait(bars.index(i), (phases >> i) & 1)
+    mask = _in_tiles(tile_start + i * TILE, offsets, vector_starts, first, end, last, VEC, LOOSE)
+    return _online(vec_max, vec_sum, gl.where(mask, _tile(smem, i, dtype, TILE, VEC, layout), float("-inf")))
+
+
+@gluon.jit
+def _write_tile(output_ptr, smem, i, offsets, vector_starts, row_max, inv_row_sum, tile_start, first, end, last,
+                dtype: gl.constexpr, TILE: gl.constexpr, VEC: gl.constexpr, LOOSE: gl.constexpr,
+                layout: gl.constexpr):
+    """Pass 2 of slot i: store the softmax of the tile's elements (_in_tiles)."""
     tile_lo = tile_start + i * TILE
     y = _exp(_tile(smem, i, dtype, TILE, VEC, layout) - row_max) * inv_row_sum
-    whole = _whole(tile_lo, vector_starts, first, last, VEC)
-    gl.store(output_ptr + (tile_lo + offsets).to(gl.int64), y.to(dtype), mask=whole & (offsets >= 0))
+    mask = _in_tiles(tile_lo, offsets, vector_starts, first, end, last, VEC, LOOSE)
+    gl.store(output_ptr + (tile_lo + offsets).to(gl.int64), y.to(dtype), mask=mask)
 
 
 @gluon.jit
@@ -202,7 +222,8 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_
     [n_rows, n_cols] input of any row length; a segment is at most SLOTS tiles of TILE elements, held in shared
     memory from its load to its write. Tiles reduce and store only their whole 16-byte vectors; the few loose
     elements an item has (_loose_offsets) are read from global memory apart, so that no tile carries a branch for
-    them: 14 unrolled tiles that did overflowed the instruction cache (round 101). TILE_LOOP runs the tiles as a loop
+    them: 14 unrolled tiles that did overflowed the instruction cache (round 101). LOOSE: the lanes of that block
+    (0: the tensor has no loose elements, and the kernel no block). TILE_LOOP runs the tiles as a loop
     over a runtime slot rather than unrolled (a quarter of the code; for 2-byte rows, round 102). The maxima stay in
     the input's units (exp(x - m)), as in triton_softmax's float32 kernels."""
     dtype: gl.constexpr = in_desc.dtype
@@ -215,6 +236,8 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_
     vector_starts = gl.expand_dims(gl.arange(0, TILE // VEC, layout=gl.SliceLayout(1, layout)), 1) * VEC
     siblings = gl.arange(0, SEGMENTS_BLOCK, layout=lanes)
     n_items = n_rows * n_segments
+    if LOOSE == 0:
+        n_cols = n_cols // VEC * VEC  # tells the compiler what the launch checked: rows of whole 16-byte vectors
     covered = n_rows * n_cols // W * W  # the elements the descriptor's whole view rows hold
     step = gl.num_programs(0)
     item = gl.program_id(0)
@@ -226,24 +249,27 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_
     for item in range(gl.program_id(0), n_items, step):
         row, first, end, tile_start, n_tiles = _item_span(item, n_segments, tiles_per_segment, n_cols, TILE, W)
         last = gl.minimum(end, covered)
-        loose, loose_mask = _loose_offsets(first, end, covered, VEC, LOOSE, lanes)
-        loose_x = gl.load(input_ptr + loose.to(gl.int64), mask=loose_mask, other=float("-inf")).to(gl.float32)
+        if LOOSE > 0:
+            loose, loose_mask = _loose_offsets(first, end, covered, VEC, LOOSE, lanes)
+            loose_x = gl.load(input_ptr + loose.to(gl.int64), mask=loose_mask, other=float("-inf")).to(gl.float32)
         vec_max = gl.full([TILE // VEC], float("-inf"), gl.float32, layout=gl.SliceLayout(1, layout))
         vec_sum = gl.full([TILE // VEC], 0.0, gl.float32, layout=gl.SliceLayout(1, layout))
         if TILE_LOOP:  # pass 1: each tile as it lands
             for t in range(n_tiles):
-                vec_max, vec_sum = _reduce_tile(smem, bars, t, phases, vec_max, vec_sum, tile_start, vector_starts,
-                                                first, last, dtype, TILE, VEC, layout)
+                vec_max, vec_sum = _reduce_tile(smem, bars, t, phases, vec_max, vec_sum, tile_start, offsets,
+                                                vector_starts, first, end, last, dtype, TILE, VEC, LOOSE, layout)
         else:
             for i in gl.static_range(SLOTS):
                 if i < n_tiles:
-                    vec_max, vec_sum = _reduce_tile(smem, bars, i, phases, vec_max, vec_sum, tile_start,
-                                                    vector_starts, first, last, dtype, TILE, VEC, layout)
+                    vec_max, vec_sum = _reduce_tile(smem, bars, i, phases, vec_max, vec_sum, tile_start, offsets,
+                                                    vector_starts, first, end, last, dtype, TILE, VEC, LOOSE, layout)
         phases = phases ^ ((1 << n_tiles) - 1)
-        tiles_max, tiles_sum = _combine(vec_max, vec_sum)
-        seg_max = gl.maximum(tiles_max, gl.max(loose_x, axis=0))
-        safe_max = gl.where(seg_max == float("-inf"), 0.0, seg_max)
-        seg_sum = tiles_sum * _exp(tiles_max - safe_max) + gl.sum(_exp(loose_x - safe_max), axis=0)
+        seg_max, seg_sum = _combine(vec_max, vec_sum)
+        if LOOSE > 0:
+            tiles_max = seg_max
+            seg_max = gl.maximum(tiles_max, gl.max(loose_x, axis=0))
+            safe_max = gl.where(seg_max == float("-inf"), 0.0, seg_max)
+            seg_sum = seg_sum * _exp(tiles_max - safe_max) + gl.sum(_exp(loose_x - safe_max), axis=0)
         if n_segments == 1:
             row_max = seg_max
             inv_row_sum = 1.0 / (seg_sum * _exp(seg_max - row_max))  # NaN for a fully -inf row, as in torch
@@ -255,19 +281,24 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_
                 # published so that the row's other segments find it too
                 row_first = row * n_cols
                 for sibling in range(0, n_segments):
-                    if gl.load(slots_ptr + row * n_segments + sibling, volatile=True) == 0:
+                    if _missing(packed, siblings, sibling):
                         s_first = row_first + sibling * tiles_per_segment * TILE
                         s_max, s_sum = _global_segment_max_sum(
                             input_ptr, s_first, gl.minimum(s_first + tiles_per_segment * TILE, row_first + n_cols),
                             offsets, TILE, VEC, layout)
                         gl.atomic_xchg(slots_ptr + row * n_segments + sibling, _pack(s_max, s_sum), sem="relaxed")
-                packed = gl.load(ptrs, mask=in_row, other=-1, volatile=True)
+                # every slot is written now, but by one thread's atomic: wait until all of this program's threads
+                # read them (with one re-read and a per-thread decision above, an H100 test run once summed a row
+                # with one segment's partial wrong)
+                ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, 1 << 30)
             part_max = gl.where(in_row, (packed >> 32).to(gl.int32).to(gl.float32, bitcast=True), float("-inf"))
             part_sum = packed.to(gl.int32).to(gl.float32, bitcast=True)
             row_max = gl.max(part_max, axis=0)
             # all -inf parts add 0 * exp(-inf) = 0; a fully -inf row gives NaN, as in torch
             inv_row_sum = 1.0 / gl.sum(gl.where(in_row, part_sum * _exp(part_max - row_max), 0.0), axis=0)
-        gl.store(output_ptr + loose.to(gl.int64), (_exp(loose_x - row_max) * inv_row_sum).to(dtype), mask=loose_mask)
+        if LOOSE > 0:
+            y_loose = (_exp(loose_x - row_max) * inv_row_sum).to(dtype)
+            gl.store(output_ptr + loose.to(gl.int64), y_loose, mask=loose_mask)
         next_item = item + step
         next_row, next_first, next_end, next_tile_start, next_tiles = _item_span(
             next_item, n_segments, tiles_per_segment, n_cols, TILE, W)
@@ -276,7 +307,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_
         if TILE_LOOP:  # pass 2, from shared memory; the next item's tile i follows tile i
             for t in range(n_tiles):
                 _write_tile(output_ptr, smem, t, offsets, vector_starts, row_max, inv_row_sum, tile_start, first,
-                            last, dtype, TILE, VEC, layout)
+                            end, last, dtype, TILE, VEC, LOOSE, layout)
                 if t < next_tiles:
                     _refill(in_desc, smem, bars, t, next_tile_start, TILE, W)
             for t in range(n_tiles, next_tiles):
@@ -285,7 +316,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_
             for i in gl.static_range(SLOTS):
                 if i < n_tiles:
                     _write_tile(output_ptr, smem, i, offsets, vector_starts, row_max, inv_row_sum, tile_start, first,
-                                last, dtype, TILE, VEC, layout)
+                                end, last, dtype, TILE, VEC, LOOSE, layout)
                 if i < next_tiles:
                     _refill(in_desc, smem, bars, i, next_tile_start, TILE, W)
     for i in gl.static_range(SLOTS):
@@ -363,14 +394,17 @@ def _tma_stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, y_desc, 
             if missing:
                 row_first = row * n_cols
                 for sibling in range(0, n_segments):
-                    if gl.load(slots_ptr + row * n_segments + sibling, volatile=True) == 0:
+                    if _missing(packed, siblings, sibling):
                         s_first = row_first + sibling * tiles_per_segment * TILE
                         s_dot = _global_segment_dot(
                             output_ptr, grad_output_ptr, s_first,
                             gl.minimum(s_first + tiles_per_segment * TILE, row_first + n_cols), offsets, TILE, VEC,
                             layout)
                         gl.atomic_xchg(slots_ptr + row * n_segments + sibling, _pack_dot(s_dot), sem="relaxed")
-                packed = gl.load(ptrs, mask=in_row, other=-1, volatile=True)
+                # every slot is written now, but by one thread's atomic: wait until all of this program's threads
+                # read them (with one re-read and a per-thread decision above, an H100 test run once summed a row
+                # with one segment's partial wrong)
+                ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, 1 << 30)
             row_dot = gl.sum(gl.where(in_row, packed.to(gl.int32).to(gl.float32, bitcast=True), 0.0), axis=0)
         next_item = item + step
         next_row, next_first, next_end, next_tile_start, next_tiles = _item_span(
@@ -483,9 +517,12 @@ def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int
                        segment_bytes: int, max_polls: int, tile_loop: bool = False, launch=_direct) -> None:
     """Launch the tma-stream forward from x into y (both contiguous, x eligible: tma_forward_eligible), through
     launch(kernel, grid, *args, **kwargs); tile_loop: the kernel's TILE_LOOP."""
-    width = VIEW_ROW_BYTES[0] // x.element_size()
+    vec = 16 // x.element_size()
+    # rows of whole vectors with a view row width dividing the tensor have no loose elements
+    width = _view_width(x) if x.shape[1] % vec == 0 else 0
+    loose = 0 if width else triton.next_power_of_2(2 * vec + VIEW_ROW_BYTES[0] // x.element_size())
+    width = width or VIEW_ROW_BYTES[0] // x.element_size()
     shape = _launch_shape(x, vectors_per_thread, num_warps, segment_bytes, width)
-    loose = triton.next_power_of_2(2 * shape.constexprs["VEC"] + width)
     launch(_tma_stream_fwd_kernel, shape.grid, y, x, shape.descriptor(x), shape.slots, *x.shape, shape.n_segments,
            shape.tiles_per_segment, max_polls, LOOSE=loose, TILE_LOOP=tile_loop, **shape.constexprs)
 

@@ -106,7 +106,7 @@ from triton.backends.compiler import GPUTarget
 from triton.experimental.gluon._runtime import GluonASTSource
 import kernels.triton_softmax as sm
 import kernels.gluon_softmax as gs
-op, dtype = sys.argv[1], sys.argv[2]
+op, dtype, loose_rows = sys.argv[1], sys.argv[2], sys.argv[3] == "loose"
 elem = 4 if dtype == "fp32" else 2
 plan = next(plan for plan in sm.SOFTMAX_PLANS if plan.path == "tma-stream" and plan.op == op
             and plan.elem_bytes in (0, elem))
@@ -118,7 +118,7 @@ scalars = {"slots_ptr": "*i64", "n_rows": "i32", "n_cols": "i32", "n_segments": 
 if op == "forward":
     signature = {"output_ptr": pointer, "input_ptr": pointer, "in_desc": desc, **scalars}
     kernel_fn, slots, aligned = gs._tma_stream_fwd_kernel, plan.segment_bytes // (tile * elem), (0, 1, 3)
-    kind = dict(LOOSE=triton.next_power_of_2(2 * 16 // elem + width), TILE_LOOP=plan.tile_loop)
+    kind = dict(LOOSE=triton.next_power_of_2(2 * 16 // elem + width) if loose_rows else 0, TILE_LOOP=plan.tile_loop)
 else:
     signature = {"grad_input_ptr": pointer, "output_ptr": pointer, "grad_output_ptr": pointer, "y_desc": desc,
                  "dy_desc": desc, **scalars}
@@ -142,15 +142,17 @@ print(facts["REG"], facts["STACK"], facts["LOCAL"], kernel.metadata.shared, sass
 """
 
 
-@pytest.mark.parametrize("op,dtype", [("forward", "fp32"), ("forward", "fp16"), ("backward", "fp32"),
-                                      ("backward", "fp16")])
-def test_tma_stream_compiles_for_hopper_without_spills(op, dtype):
+@pytest.mark.parametrize("op,dtype,rows", [("forward", "fp32", "whole"), ("forward", "fp32", "loose"),
+                                           ("forward", "fp16", "loose"), ("backward", "fp32", "whole"),
+                                           ("backward", "fp16", "whole")])
+def test_tma_stream_compiles_for_hopper_without_spills(op, dtype, rows):
     """The table's launches compile for sm_90 with nothing spilled, within a Hopper program's 227 KB of shared memory,
     one TMA load a tile of each tensor (for the first item, and for the next as each slot frees; a tile loop has
-    one for the first item's tiles a slot and one in each pass's loop), 16-byte stores."""
+    one for the first item's tiles a slot and one in each pass's loop), 16-byte stores; for the forward, with and
+    without the block of loose elements (rows of partial vectors, or a tail past the last whole view row)."""
     env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-c", HOPPER_COMPILE, op, dtype], env=env, capture_output=True, text=True,
-                          timeout=600, cwd=Path(__file__).resolve().parent.parent)
+    done = subprocess.run([sys.executable, "-c", HOPPER_COMPILE, op, dtype, rows], env=env, capture_output=True,
+                          text=True, timeout=600, cwd=Path(__file__).resolve().parent.parent)
     assert done.returncode == 0, done.stderr[-2000:]
     registers, stack, local, shared, tma_loads, vector_stores, slots, tile_loop = map(int, done.stdout.split())
     assert stack == 0 and local == 0, done.stdout  # spills would show as stack or local memory
