@@ -116,10 +116,18 @@ def _await_slots(slots_ptr, row, n_segments, siblings, max_polls):
 
 @gluon.jit
 def _missing(packed, siblings, sibling):
-    """Whether sibling's slot read 0 in packed: one value for the whole program (a reduction), where a scalar load
-    of the slot could differ between threads while its owner publishes, and split the program around the barriers
-    of the partial's own reductions."""
+    """Whether sibling's slot read 0 in this warp's packed."""
     return gl.max(gl.where(siblings == sibling, (packed == 0).to(gl.int32), 0), axis=0) > 0
+
+
+@gluon.jit
+def _anywhere(flag, NUM_WARPS: gl.constexpr):
+    """Whether flag is set in any warp of the program: one value for all its threads. The slots' lanes are replicated
+    in every warp, so each warp reads and reduces its own copy and warps may disagree while a sibling publishes; this
+    reduction spans the warps (through shared memory), so branches on it hold every warp together around the
+    barriers of the partials' own reductions."""
+    lanes: gl.constexpr = gl.BlockedLayout([1], [32], [NUM_WARPS], [0])
+    return gl.max(gl.full([NUM_WARPS * 32], 0, gl.int32, layout=lanes) + flag.to(gl.int32), axis=0) > 0
 
 
 @gluon.jit
@@ -276,20 +284,19 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_
         else:
             gl.atomic_xchg(slots_ptr + item, _pack(seg_max, seg_sum), sem="relaxed")
             ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, max_polls)
-            if missing:
+            if _anywhere(missing, NUM_WARPS):
                 # a sibling that is not running (the grid is not co-resident): its partial from global memory,
                 # published so that the row's other segments find it too
                 row_first = row * n_cols
                 for sibling in range(0, n_segments):
-                    if _missing(packed, siblings, sibling):
+                    if (sibling != item - row * n_segments) & _anywhere(_missing(packed, siblings, sibling), NUM_WARPS):
                         s_first = row_first + sibling * tiles_per_segment * TILE
                         s_max, s_sum = _global_segment_max_sum(
                             input_ptr, s_first, gl.minimum(s_first + tiles_per_segment * TILE, row_first + n_cols),
                             offsets, TILE, VEC, layout)
                         gl.atomic_xchg(slots_ptr + row * n_segments + sibling, _pack(s_max, s_sum), sem="relaxed")
-                # every slot is written now, but by one thread's atomic: wait until all of this program's threads
-                # read them (with one re-read and a per-thread decision above, an H100 test run once summed a row
-                # with one segment's partial wrong)
+                # every slot is written now: each warp re-reads its copy until it sees them all (one re-read, and a
+                # decision of each warp's own, once left a warp summing its row without one partial on an H100)
                 ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, 1 << 30)
             part_max = gl.where(in_row, (packed >> 32).to(gl.int32).to(gl.float32, bitcast=True), float("-inf"))
             part_sum = packed.to(gl.int32).to(gl.float32, bitcast=True)
@@ -391,19 +398,18 @@ def _tma_stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, y_desc, 
         if n_segments > 1:
             gl.atomic_xchg(slots_ptr + item, _pack_dot(row_dot), sem="relaxed")
             ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, max_polls)
-            if missing:
+            if _anywhere(missing, NUM_WARPS):
                 row_first = row * n_cols
                 for sibling in range(0, n_segments):
-                    if _missing(packed, siblings, sibling):
+                    if (sibling != item - row * n_segments) & _anywhere(_missing(packed, siblings, sibling), NUM_WARPS):
                         s_first = row_first + sibling * tiles_per_segment * TILE
                         s_dot = _global_segment_dot(
                             output_ptr, grad_output_ptr, s_first,
                             gl.minimum(s_first + tiles_per_segment * TILE, row_first + n_cols), offsets, TILE, VEC,
                             layout)
                         gl.atomic_xchg(slots_ptr + row * n_segments + sibling, _pack_dot(s_dot), sem="relaxed")
-                # every slot is written now, but by one thread's atomic: wait until all of this program's threads
-                # read them (with one re-read and a per-thread decision above, an H100 test run once summed a row
-                # with one segment's partial wrong)
+                # every slot is written now: each warp re-reads its copy until it sees them all (one re-read, and a
+                # decision of each warp's own, once left a warp summing its row without one partial on an H100)
                 ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, 1 << 30)
             row_dot = gl.sum(gl.where(in_row, packed.to(gl.int32).to(gl.float32, bitcast=True), 0.0), axis=0)
         next_item = item + step
