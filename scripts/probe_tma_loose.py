@@ -220,11 +220,36 @@ def ncu_launches() -> None:
         torch.cuda.synchronize()
 
 
+def warps(results: list) -> None:
+    """Round 105: the product's forward as a tile loop on 2-byte rows with more warps (same 16 KB tiles: 16 warps of
+    2 vectors, 32 of 1) against the dispatcher (tile-stream, "tile"), every output checked (ab_trials)."""
+    from kernels import gluon_softmax as gs
+    from probe_trials import ab_trials
+
+    def forward(num_warps, vectors):
+        def run(x):
+            y = torch.empty_like(x)
+            gs.tma_stream_forward(y, x, vectors, num_warps, gs.SEGMENT_BYTES, 1 << 20, tile_loop=True)
+            return y
+        return run
+    shapes = [(n, dtype) for dtype in ("float16", "bfloat16") for n in (131072, 262144, 1048576)]
+    for num_warps, vectors in ((8, 4), (16, 2), (32, 1)):
+        ab_trials(f"product tile loop {num_warps}w x{vectors}", forward(num_warps, vectors), shapes, results,
+                  trials=2)
+
+
 if __name__ == "__main__":
     from probe_long_rows import save_results, warm_up_gpu
     from probe_trials import ab_trials
     if sys.argv[1:] == ["ncu"]:
         ncu_launches()
+        sys.exit(0)
+    if sys.argv[1:] == ["warps"]:
+        warm_up_gpu()
+        print(torch.cuda.get_device_name(), flush=True)
+        results = []
+        warps(results)
+        save_results("probe_tma_warps.json", results)
         sys.exit(0)
     warm_up_gpu()
     print(torch.cuda.get_device_name(), torch.__version__, triton.__version__, flush=True)
