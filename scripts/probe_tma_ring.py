@@ -131,7 +131,8 @@ if __name__ == "__main__":
     from probe_trials import ab_trials
     warm_up_gpu()
     print(torch.cuda.get_device_name(), torch.__version__, triton.__version__, flush=True)
-    for n, dtype in ((131072, torch.float32), (1 << 20, torch.float32), (262144, torch.float16), (65536, torch.float32)):
+    checks = ((131072, torch.float32), (1 << 20, torch.float32), (262144, torch.float16), (65536, torch.float32))
+    for n, dtype in checks:
         for lookahead in (0, 2, 4):
             x = torch.randn(5, n, device="cuda").to(dtype) * 3
             torch.testing.assert_close(tma_ring_forward(x, lookahead).double(), torch.softmax(x.double(), -1),
