@@ -103,8 +103,10 @@ def _tma_ring_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_co
         mbarrier.invalidate(bars.index(s))
 
 
-def tma_ring_forward(x: torch.Tensor, lookahead: int = 2, num_warps: int = 8, vectors_per_thread: int = 4):
-    """The probe's forward: contiguous [rows, N] of whole vectors whose element count a view row width divides."""
+def tma_ring_forward(x: torch.Tensor, lookahead: int = 2, num_warps: int = 8, vectors_per_thread: int = 4,
+                     programs: int = 0):
+    """The probe's forward: contiguous [rows, N] of whole vectors whose element count a view row width divides
+    (programs: the grid, where not 0; fewer programs than a row has segments would wait forever)."""
     n_rows, n_cols = x.shape
     elem = x.element_size()
     vec, width = 16 // elem, _view_width(x)
@@ -118,7 +120,7 @@ def tma_ring_forward(x: torch.Tensor, lookahead: int = 2, num_warps: int = 8, ve
     layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=elem * 8, rank=2)
     view = x.view(-1, width)
     in_desc = TensorDescriptor(view, list(view.shape), list(view.stride()), [tile // width, width], layout)
-    grid = min(torch.cuda.get_device_properties(x.device).multi_processor_count, n_rows * n_segments)
+    grid = programs or min(torch.cuda.get_device_properties(x.device).multi_processor_count, n_rows * n_segments)
     _tma_ring_fwd_kernel[(grid,)](y, x, in_desc, slots, n_rows, n_cols, n_segments, tiles_per_segment, TILE=tile,
                                   SLOTS=slots_total, VEC=vec,
                                   SEGMENTS_BLOCK=max(2, triton.next_power_of_2(n_segments)), NUM_WARPS=num_warps,
