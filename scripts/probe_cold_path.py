@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from stress_cold_path import load, sm  # noqa: E402
+from stress_cold_path import load_module, sm  # noqa: E402
 
 
 def report(gs, name: str, n_cols: int = 1 << 20) -> None:
@@ -53,5 +53,6 @@ def report(gs, name: str, n_cols: int = 1 << 20) -> None:
 
 if __name__ == "__main__":
     print(torch.cuda.get_device_name(), flush=True)
-    report(load(str(Path(__file__).resolve().parent.parent / "kernels" / "gluon_softmax.py")), "working tree")
-    report(load(sys.argv[1]), "other")
+    report(load_module(str(Path(__file__).resolve().parent.parent / "kernels" / "gluon_softmax.py"),
+                       "gluon_softmax_working_tree"), "working tree")
+    report(load_module(sys.argv[1], "gluon_softmax_other"), "other")

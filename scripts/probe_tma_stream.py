@@ -315,16 +315,9 @@ if __name__ == "__main__":
     print(torch.cuda.get_device_name(), torch.__version__, triton.__version__, flush=True)
     which = sys.argv[1:] or ["trials"]
     results = [] if set(which) <= {"product", "backward"} else small_checks()
-    if "trials" in which:
-        trials_probe(results)
-    if "warps" in which:
-        warps_probe(results)
-    if "single" in which:
-        single_probe(results)
-    if "h100" in which:
-        h100_probe(results)
-    if "product" in which:
-        product_probe(results)
-    if "backward" in which:
-        backward_probe(results)
+    probes = {"trials": trials_probe, "warps": warps_probe, "single": single_probe, "h100": h100_probe,
+              "product": product_probe, "backward": backward_probe}
+    for name, probe in probes.items():  # in this order, whatever the order asked
+        if name in which:
+            probe(results)
     save_results("probe_tma_stream.json", results)

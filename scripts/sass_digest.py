@@ -24,9 +24,9 @@ CUOBJDUMP = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuob
 HOPPER = GPUTarget("cuda", 90, 32)
 
 
-def load_module(path: str):
-    """The softmax module at path, imported under its own name."""
-    spec = importlib.util.spec_from_file_location("softmax_under_digest", path)
+def load_module(path: str, name: str = "softmax_under_digest"):
+    """The module at path (a version of a kernels/ module), imported under name."""
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)

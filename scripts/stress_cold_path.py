@@ -7,7 +7,6 @@ tolerances; the script counts the failing launches of each version.
 
     python scripts/stress_cold_path.py [OTHER_MODULE_PATH] [REPEATS]   # on a Hopper GPU
 """
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -17,15 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from tolerances import BACKWARD_TOL, FORWARD_TOL  # noqa: E402
 import kernels.triton_softmax as sm  # noqa: E402
-
-
-def load(path: str):
-    """The Gluon softmax module at path, under its own name."""
-    spec = importlib.util.spec_from_file_location(f"gluon_softmax_{abs(hash(path))}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+from sass_digest import load_module  # noqa: E402
 
 
 def forward_fails(gs, n_cols: int, seed: int) -> bool:
@@ -60,7 +51,7 @@ def main() -> None:
         versions["other"] = sys.argv[1]
     print(torch.cuda.get_device_name(), flush=True)
     for name, path in versions.items():
-        gs = load(path)
+        gs = load_module(path, f"gluon_softmax_{name.replace(' ', '_')}")
         for case, fails in (("forward 1M", lambda s: forward_fails(gs, 1 << 20, s)),
                             ("forward 777,777", lambda s: forward_fails(gs, 777777, s)),
                             ("backward 1M", lambda s: backward_fails(gs, s))):
