@@ -58,13 +58,13 @@ def _pack(hi, lo):
 
 
 @gluon.jit
-def _item_span(item, n_segments, tiles_per_segment, n_cols, TILE: gl.constexpr, W: gl.constexpr):
+def _item_span(item, n_segments, segment_cols, n_cols, TILE: gl.constexpr, W: gl.constexpr):
     """(row, flat index of the item's first element, of its end, of its first tile (rounded down to a view row of W
-    elements), its number of tiles)."""
+    elements), its number of tiles); a row's segments are segment_cols columns, its last what is left."""
     row = item // n_segments
-    seg_start = (item - row * n_segments) * tiles_per_segment * TILE
+    seg_start = (item - row * n_segments) * segment_cols
     first = row * n_cols + seg_start
-    end = row * n_cols + gl.minimum(seg_start + tiles_per_segment * TILE, n_cols)
+    end = row * n_cols + gl.minimum(seg_start + segment_cols, n_cols)
     tile_start = first // W * W
     return row, first, end, tile_start, gl.cdiv(end - tile_start, TILE)
 
@@ -222,7 +222,7 @@ def _refill(in_desc, smem, bars, i, next_tile_start, TILE: gl.constexpr, W: gl.c
 
 
 @gluon.jit
-def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_cols, n_segments, tiles_per_segment,
+def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_cols, n_segments, segment_cols,
                            max_polls, TILE: gl.constexpr, SLOTS: gl.constexpr, VEC: gl.constexpr,
                            SEGMENTS_BLOCK: gl.constexpr, NUM_WARPS: gl.constexpr, LOOSE: gl.constexpr,
                            TILE_LOOP: gl.constexpr):
@@ -246,16 +246,17 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_
     n_items = n_rows * n_segments
     if LOOSE == 0:
         n_cols = n_cols // VEC * VEC  # tells the compiler what the launch checked: rows of whole 16-byte vectors
+    segment_cols = segment_cols // VEC * VEC  # whole vectors too (_segments), so segment edges keep 16-byte stores
     covered = n_rows * n_cols // W * W  # the elements the descriptor's whole view rows hold
     step = gl.num_programs(0)
     item = gl.program_id(0)
-    row, first, end, tile_start, n_tiles = _item_span(item, n_segments, tiles_per_segment, n_cols, TILE, W)
+    row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W)
     for i in gl.static_range(SLOTS):
         if (i < n_tiles) & (item < n_items):
             _issue_tile(in_desc, smem.index(i), bars.index(i), tile_start + i * TILE, W)
     phases = item * 0  # bit i: the phase slot i's barrier completes next
     for item in range(gl.program_id(0), n_items, step):
-        row, first, end, tile_start, n_tiles = _item_span(item, n_segments, tiles_per_segment, n_cols, TILE, W)
+        row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W)
         last = gl.minimum(end, covered)
         if LOOSE > 0:
             loose, loose_mask = _loose_offsets(first, end, covered, VEC, LOOSE, lanes)
@@ -290,9 +291,9 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_
                 row_first = row * n_cols
                 for sibling in range(0, n_segments):
                     if (sibling != item - row * n_segments) & _anywhere(_missing(packed, siblings, sibling), NUM_WARPS):
-                        s_first = row_first + sibling * tiles_per_segment * TILE
+                        s_first = row_first + sibling * segment_cols
                         s_max, s_sum = _global_segment_max_sum(
-                            input_ptr, s_first, gl.minimum(s_first + tiles_per_segment * TILE, row_first + n_cols),
+                            input_ptr, s_first, gl.minimum(s_first + segment_cols, row_first + n_cols),
                             offsets, TILE, VEC, layout)
                         gl.atomic_xchg(slots_ptr + row * n_segments + sibling, _pack(s_max, s_sum), sem="relaxed")
                 # every slot is written now: each warp re-reads its copy until it sees them all (one re-read, and a
@@ -308,7 +309,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_
             gl.store(output_ptr + loose.to(gl.int64), y_loose, mask=loose_mask)
         next_item = item + step
         next_row, next_first, next_end, next_tile_start, next_tiles = _item_span(
-            next_item, n_segments, tiles_per_segment, n_cols, TILE, W)
+            next_item, n_segments, segment_cols, n_cols, TILE, W)
         if next_item >= n_items:
             next_tiles = 0
         if TILE_LOOP:  # pass 2, from shared memory; the next item's tile i follows tile i
@@ -361,7 +362,7 @@ def _issue_pair(y_desc, dy_desc, y_slot, dy_slot, bar, tile_start, W: gl.constex
 
 @gluon.jit
 def _tma_stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, y_desc, dy_desc, slots_ptr, n_rows, n_cols,
-                           n_segments, tiles_per_segment, max_polls, TILE: gl.constexpr, SLOTS: gl.constexpr,
+                           n_segments, segment_cols, max_polls, TILE: gl.constexpr, SLOTS: gl.constexpr,
                            VEC: gl.constexpr, ALIGN: gl.constexpr, SEGMENTS_BLOCK: gl.constexpr,
                            NUM_WARPS: gl.constexpr):
     """The backward dx = y * (dy - sum(y * dy)) of contiguous [n_rows, n_cols] y and dy on tma-stream's plan: each
@@ -374,18 +375,19 @@ def _tma_stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, y_desc, 
     dy_smem = gl.allocate_shared_memory(dtype, [SLOTS] + dy_desc.block_type.shape, dy_desc.layout)
     bars = _new_barriers(SLOTS)
     n_cols = n_cols // ALIGN * ALIGN  # tells the compiler what the launch checked: 16-byte vectors
+    segment_cols = segment_cols // VEC * VEC  # whole vectors (_segments)
     offsets = _tile_offsets(TILE, VEC, layout)
     siblings = gl.arange(0, SEGMENTS_BLOCK, layout=gl.BlockedLayout([1], [32], [NUM_WARPS], [0]))
     n_items = n_rows * n_segments
     step = gl.num_programs(0)
     item = gl.program_id(0)
-    row, first, end, tile_start, n_tiles = _item_span(item, n_segments, tiles_per_segment, n_cols, TILE, W)
+    row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W)
     for i in gl.static_range(SLOTS):
         if (i < n_tiles) & (item < n_items):
             _issue_pair(y_desc, dy_desc, y_smem.index(i), dy_smem.index(i), bars.index(i), tile_start + i * TILE, W)
     phases = item * 0  # bit i: the phase slot i's barrier completes next
     for item in range(gl.program_id(0), n_items, step):
-        row, first, end, tile_start, n_tiles = _item_span(item, n_segments, tiles_per_segment, n_cols, TILE, W)
+        row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W)
         vec_dot = gl.full([TILE // VEC], 0.0, gl.float32, layout=gl.SliceLayout(1, layout))
         for i in gl.static_range(SLOTS):  # pass 1: each pair of tiles as it lands
             if i < n_tiles:
@@ -402,10 +404,10 @@ def _tma_stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, y_desc, 
                 row_first = row * n_cols
                 for sibling in range(0, n_segments):
                     if (sibling != item - row * n_segments) & _anywhere(_missing(packed, siblings, sibling), NUM_WARPS):
-                        s_first = row_first + sibling * tiles_per_segment * TILE
+                        s_first = row_first + sibling * segment_cols
                         s_dot = _global_segment_dot(
                             output_ptr, grad_output_ptr, s_first,
-                            gl.minimum(s_first + tiles_per_segment * TILE, row_first + n_cols), offsets, TILE, VEC,
+                            gl.minimum(s_first + segment_cols, row_first + n_cols), offsets, TILE, VEC,
                             layout)
                         gl.atomic_xchg(slots_ptr + row * n_segments + sibling, _pack_dot(s_dot), sem="relaxed")
                 # every slot is written now: each warp re-reads its copy until it sees them all (one re-read, and a
@@ -414,7 +416,7 @@ def _tma_stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, y_desc, 
             row_dot = gl.sum(gl.where(in_row, packed.to(gl.int32).to(gl.float32, bitcast=True), 0.0), axis=0)
         next_item = item + step
         next_row, next_first, next_end, next_tile_start, next_tiles = _item_span(
-            next_item, n_segments, tiles_per_segment, n_cols, TILE, W)
+            next_item, n_segments, segment_cols, n_cols, TILE, W)
         if next_item >= n_items:
             next_tiles = 0
         for i in gl.static_range(SLOTS):  # pass 2, from shared memory; the next item's tiles i follow tiles i
@@ -470,13 +472,24 @@ def tma_backward_eligible(x: torch.Tensor) -> bool:
     return _tma_readable(x) and x.shape[1] % (16 // x.element_size()) == 0 and _view_width(x) > 0
 
 
-def _segments(n_cols: int, tile: int, segment_bytes: int, elem_bytes: int, spare: int) -> tuple[int, int]:
-    """(segments a row, tiles a segment): even segments of at most segment_bytes, less one tile where a segment that
-    starts inside a view row may take one tile more."""
-    row_tiles = triton.cdiv(n_cols, tile)
-    most = max(1, min(segment_bytes // (tile * elem_bytes) - spare, row_tiles))
-    n_segments = triton.cdiv(row_tiles, most)
-    return n_segments, triton.cdiv(row_tiles, n_segments)
+def _segments(n_cols: int, tile: int, segment_bytes: int, elem_bytes: int, width: int) -> tuple[int, int, int]:
+    """(segments a row, columns a segment, slots a program) for rows of n_cols in tiles of tile elements (view rows of
+    width), each segment's tiles within segment_bytes. Rows that start on a view row take whole tiles a segment, as
+    even as whole tiles allow; others take even segments of whole vectors, each within the slots at its worst offset
+    in a view row (round 108: whole tiles left the last segment short and made the others read one box more)."""
+    most = max(1, segment_bytes // (tile * elem_bytes))
+    if n_cols % width == 0:
+        row_tiles = triton.cdiv(n_cols, tile)
+        n_segments = triton.cdiv(row_tiles, min(most, row_tiles))
+        tiles = triton.cdiv(row_tiles, n_segments)
+        return n_segments, tiles * tile, tiles
+    vec = 16 // elem_bytes
+    for n_segments in range(triton.cdiv(n_cols, most * tile), n_cols + 1):
+        segment_cols = triton.cdiv(triton.cdiv(n_cols, n_segments), vec) * vec
+        slots = triton.cdiv(segment_cols + width - 1, tile)
+        if slots <= most:
+            return n_segments, segment_cols, slots
+    raise ValueError(f"tma-stream: no segments of {n_cols} columns fit {most} tiles of {tile}")
 
 
 def _direct(kernel, grid, *args, **kwargs) -> None:
@@ -489,7 +502,7 @@ class _Launch(NamedTuple):
     """What both directions' launches share: the grid, the segments, the zeroed slots and the constexprs."""
     grid: tuple
     n_segments: int
-    tiles_per_segment: int
+    segment_cols: int
     slots: torch.Tensor
     descriptor: Callable[[torch.Tensor], TensorDescriptor]
     constexprs: dict
@@ -501,8 +514,7 @@ def _launch_shape(t: torch.Tensor, vectors_per_thread: int, num_warps: int, segm
     n_rows, n_cols = t.shape
     elem = t.element_size()
     tile = num_warps * 32 * vectors_per_thread * 16 // elem
-    spare = 0 if n_cols % width == 0 else 1
-    n_segments, tiles_per_segment = _segments(n_cols, tile, segment_bytes, elem, spare)
+    n_segments, segment_cols, slots = _segments(n_cols, tile, segment_bytes, elem, width)
     layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=elem * 8, rank=2)
 
     def descriptor(u: torch.Tensor) -> TensorDescriptor:
@@ -511,10 +523,10 @@ def _launch_shape(t: torch.Tensor, vectors_per_thread: int, num_warps: int, segm
         return TensorDescriptor(view, list(view.shape), list(view.stride()), [tile // width, width], layout)
     return _Launch(
         grid=(min(torch.cuda.get_device_properties(t.device).multi_processor_count, n_rows * n_segments),),
-        n_segments=n_segments, tiles_per_segment=tiles_per_segment,
+        n_segments=n_segments, segment_cols=segment_cols,
         slots=torch.zeros(n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=t.device),
         descriptor=descriptor,
-        constexprs=dict(TILE=tile, SLOTS=tiles_per_segment + spare, VEC=16 // elem,
+        constexprs=dict(TILE=tile, SLOTS=slots, VEC=16 // elem,
                         SEGMENTS_BLOCK=max(2, triton.next_power_of_2(n_segments)), NUM_WARPS=num_warps,
                         num_warps=num_warps))
 
@@ -530,7 +542,7 @@ def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int
     width = width or VIEW_ROW_BYTES[0] // x.element_size()
     shape = _launch_shape(x, vectors_per_thread, num_warps, segment_bytes, width)
     launch(_tma_stream_fwd_kernel, shape.grid, y, x, shape.descriptor(x), shape.slots, *x.shape, shape.n_segments,
-           shape.tiles_per_segment, max_polls, LOOSE=loose, TILE_LOOP=tile_loop, **shape.constexprs)
+           shape.segment_cols, max_polls, LOOSE=loose, TILE_LOOP=tile_loop, **shape.constexprs)
 
 
 def tma_stream_backward(dx: torch.Tensor, y: torch.Tensor, dy: torch.Tensor, vectors_per_thread: int, num_warps: int,
@@ -539,5 +551,5 @@ def tma_stream_backward(dx: torch.Tensor, y: torch.Tensor, dy: torch.Tensor, vec
     through launch; segment_bytes holds both tensors' tiles; maxnreg (0: ptxas chooses) caps a thread's registers."""
     shape = _launch_shape(y, vectors_per_thread, num_warps, segment_bytes // 2, _view_width(y))
     launch(_tma_stream_bwd_kernel, shape.grid, dx, y, dy, shape.descriptor(y), shape.descriptor(dy), shape.slots,
-           *y.shape, shape.n_segments, shape.tiles_per_segment, max_polls, ALIGN=shape.constexprs["VEC"],
+           *y.shape, shape.n_segments, shape.segment_cols, max_polls, ALIGN=shape.constexprs["VEC"],
            **shape.constexprs, **({"maxnreg": maxnreg} if maxnreg else {}))

@@ -31,7 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.tolerances import FORWARD_TOL  # noqa: E402
 from kernels.gluon_softmax import (SEGMENT_BYTES, _await_slots, _combine, _cta_barrier, _exp, _issue_tile,  # noqa: E402
-                                   _item_span, _new_barriers, _online, _pack, _segments, _tile, _tile_offsets)
+                                   _item_span, _new_barriers, _online, _pack, _tile, _tile_offsets)
+from probe_tma_odd import whole_tile_segments  # noqa: E402
 
 
 @gluon.jit
@@ -84,7 +85,7 @@ def _refill(in_desc, smem, bars, i, next_tile_start, TILE: gl.constexpr, W: gl.c
 
 
 @gluon.jit
-def _tma_loose_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_cols, n_segments, tiles_per_segment,
+def _tma_loose_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_cols, n_segments, segment_cols,
                           TILE: gl.constexpr, SLOTS: gl.constexpr, VEC: gl.constexpr, SEGMENTS_BLOCK: gl.constexpr,
                           NUM_WARPS: gl.constexpr, LOOSE: gl.constexpr, DYNAMIC: gl.constexpr):
     """kernels/gluon_softmax.py's _tma_stream_fwd_kernel for any row length and element count (module docstring);
@@ -103,13 +104,13 @@ def _tma_loose_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_c
     covered = numel // W * W  # elements the descriptor's whole view rows hold
     step = gl.num_programs(0)
     item = gl.program_id(0)
-    row, first, end, tile_start, n_tiles = _item_span(item, n_segments, tiles_per_segment, n_cols, TILE, W)
+    row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W)
     for i in gl.static_range(SLOTS):
         if (i < n_tiles) & (item < n_items):
             _issue_tile(in_desc, smem.index(i), bars.index(i), tile_start + i * TILE, W)
     phases = item * 0
     for item in range(gl.program_id(0), n_items, step):
-        row, first, end, tile_start, n_tiles = _item_span(item, n_segments, tiles_per_segment, n_cols, TILE, W)
+        row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W)
         last = gl.minimum(end, covered)
         loose, loose_mask = _loose_offsets(first, end, covered, VEC, LOOSE, lanes)
         loose_x = gl.load(input_ptr + loose.to(gl.int64), mask=loose_mask, other=float("-inf")).to(gl.float32)
@@ -142,7 +143,7 @@ def _tma_loose_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_c
         gl.store(output_ptr + loose.to(gl.int64), (_exp(loose_x - row_max) * inv_row_sum).to(dtype), mask=loose_mask)
         next_item = item + step
         next_row, next_first, next_end, next_tile_start, next_tiles = _item_span(
-            next_item, n_segments, tiles_per_segment, n_cols, TILE, W)
+            next_item, n_segments, segment_cols, n_cols, TILE, W)
         if next_item >= n_items:
             next_tiles = 0
         if DYNAMIC:
@@ -173,15 +174,15 @@ def tma_loose_forward(x: torch.Tensor, num_warps: int = 8, vectors_per_thread: i
     assert x.is_contiguous() and x.data_ptr() % 16 == 0 and x.numel() >= width, "probe: see the docstring"
     tile = num_warps * 32 * vectors_per_thread * vec
     spare = 0 if n_cols % width == 0 else 1
-    n_segments, tiles_per_segment = _segments(n_cols, tile, SEGMENT_BYTES, elem, spare)
+    n_segments, tiles_per_segment = whole_tile_segments(n_cols, tile, SEGMENT_BYTES, elem, spare)
     y = torch.empty_like(x)
     slots = torch.zeros(max(1, n_rows * n_segments), dtype=torch.int64, device=x.device)
     layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=elem * 8, rank=2)
     view = x.view(-1)[: x.numel() // width * width].view(-1, width)
     in_desc = TensorDescriptor(view, list(view.shape), list(view.stride()), [tile // width, width], layout)
     grid = min(torch.cuda.get_device_properties(x.device).multi_processor_count, n_rows * n_segments)
-    _tma_loose_fwd_kernel[(grid,)](y, x, in_desc, slots, n_rows, n_cols, n_segments, tiles_per_segment, TILE=tile,
-                                   SLOTS=tiles_per_segment + spare, VEC=vec,
+    _tma_loose_fwd_kernel[(grid,)](y, x, in_desc, slots, n_rows, n_cols, n_segments, tiles_per_segment * tile,
+                                   TILE=tile, SLOTS=tiles_per_segment + spare, VEC=vec,
                                    SEGMENTS_BLOCK=max(2, triton.next_power_of_2(n_segments)), NUM_WARPS=num_warps,
                                    LOOSE=triton.next_power_of_2(2 * vec + width), DYNAMIC=dynamic,
                                    num_warps=num_warps)

@@ -28,7 +28,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.tolerances import FORWARD_TOL  # noqa: E402
 from kernels.gluon_softmax import (SEGMENT_BYTES, _await_slots, _combine, _cta_barrier, _exp, _issue_tile,  # noqa: E402
-                                   _item_span, _new_barriers, _online, _pack, _segments, _tile, _tile_offsets)
+                                   _item_span, _new_barriers, _online, _pack, _tile, _tile_offsets)
+
+
+def whole_tile_segments(n_cols: int, tile: int, segment_bytes: int, elem_bytes: int, spare: int) -> tuple[int, int]:
+    """(segments a row, tiles a segment): kernels/gluon_softmax's _segments before round 108, which the tma probes of
+    rounds 100-107 measured: even segments of whole tiles, less one tile where a segment may start in a view row."""
+    row_tiles = triton.cdiv(n_cols, tile)
+    most = max(1, min(segment_bytes // (tile * elem_bytes) - spare, row_tiles))
+    n_segments = triton.cdiv(row_tiles, most)
+    return n_segments, triton.cdiv(row_tiles, n_segments)
 
 
 @gluon.jit
@@ -43,7 +52,7 @@ def _tile_values(smem, i, input_ptr, flat, tile_lo, covered, numel, dtype: gl.co
 
 
 @gluon.jit
-def _tma_odd_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_cols, n_segments, tiles_per_segment,
+def _tma_odd_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_cols, n_segments, segment_cols,
                         TILE: gl.constexpr, SLOTS: gl.constexpr, VEC: gl.constexpr, ALIGN: gl.constexpr,
                         SEGMENTS_BLOCK: gl.constexpr, NUM_WARPS: gl.constexpr, EDGE: gl.constexpr = True,
                         SPLIT: gl.constexpr = True):
@@ -65,13 +74,13 @@ def _tma_odd_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_col
     covered = numel // W * W  # elements the descriptor's whole view rows hold
     step = gl.num_programs(0)
     item = gl.program_id(0)
-    row, first, end, tile_start, n_tiles = _item_span(item, n_segments, tiles_per_segment, n_cols, TILE, W)
+    row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W)
     for i in gl.static_range(SLOTS):
         if (i < n_tiles) & (item < n_items):
             _issue_tile(in_desc, smem.index(i), bars.index(i), tile_start + i * TILE, W)
     phases = item * 0
     for item in range(gl.program_id(0), n_items, step):
-        row, first, end, tile_start, n_tiles = _item_span(item, n_segments, tiles_per_segment, n_cols, TILE, W)
+        row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W)
         vec_max = gl.full([TILE // VEC], float("-inf"), gl.float32, layout=gl.SliceLayout(1, layout))
         vec_sum = gl.full([TILE // VEC], 0.0, gl.float32, layout=gl.SliceLayout(1, layout))
         for i in gl.static_range(SLOTS):
@@ -96,7 +105,7 @@ def _tma_odd_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_col
             inv_row_sum = 1.0 / gl.sum(gl.where(in_row, part_sum * _exp(part_max - row_max), 0.0), axis=0)
         next_item = item + step
         next_row, next_first, next_end, next_tile_start, next_tiles = _item_span(
-            next_item, n_segments, tiles_per_segment, n_cols, TILE, W)
+            next_item, n_segments, segment_cols, n_cols, TILE, W)
         if next_item >= n_items:
             next_tiles = 0
         for i in gl.static_range(SLOTS):
@@ -131,7 +140,7 @@ def tma_odd_forward(x: torch.Tensor, num_warps: int = 8, vectors_per_thread: int
     assert x.is_contiguous() and x.data_ptr() % 16 == 0 and x.numel() >= width, "probe: see the docstring"
     tile = num_warps * 32 * vectors_per_thread * vec
     spare = (0 if n_cols % width == 0 else 1) if spare is None else spare
-    n_segments, tiles_per_segment = _segments(n_cols, tile, SEGMENT_BYTES, elem, spare)
+    n_segments, tiles_per_segment = whole_tile_segments(n_cols, tile, SEGMENT_BYTES, elem, spare)
     y = torch.empty_like(x)
     slots = torch.zeros(max(1, n_rows * n_segments), dtype=torch.int64, device=x.device)
     layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=elem * 8, rank=2)
@@ -139,8 +148,8 @@ def tma_odd_forward(x: torch.Tensor, num_warps: int = 8, vectors_per_thread: int
     in_desc = TensorDescriptor(view, list(view.shape), list(view.stride()), [tile // width, width], layout)
     grid = min(torch.cuda.get_device_properties(x.device).multi_processor_count, n_rows * n_segments)
     align = (vec if n_cols % vec == 0 else 1) if align is None else align
-    _tma_odd_fwd_kernel[(grid,)](y, x, in_desc, slots, n_rows, n_cols, n_segments, tiles_per_segment, TILE=tile,
-                                 SLOTS=tiles_per_segment + spare, VEC=vec, ALIGN=align,
+    _tma_odd_fwd_kernel[(grid,)](y, x, in_desc, slots, n_rows, n_cols, n_segments, tiles_per_segment * tile,
+                                 TILE=tile, SLOTS=tiles_per_segment + spare, VEC=vec, ALIGN=align,
                                  SEGMENTS_BLOCK=max(2, triton.next_power_of_2(n_segments)), NUM_WARPS=num_warps,
                                  EDGE=edge, SPLIT=split, num_warps=num_warps)
     return y

@@ -23,12 +23,13 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kernels.gluon_softmax import (SEGMENT_BYTES, _await_slots, _combine, _cta_barrier, _exp, _issue_tile,  # noqa: E402
-                                   _item_span, _new_barriers, _online, _pack, _segments, _tile, _tile_offsets,
+                                   _item_span, _new_barriers, _online, _pack, _tile, _tile_offsets,
                                    _view_width)
+from probe_tma_odd import whole_tile_segments  # noqa: E402
 
 
 @gluon.jit
-def _tma_ring_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_cols, n_segments, tiles_per_segment,
+def _tma_ring_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_cols, n_segments, segment_cols,
                          TILE: gl.constexpr, SLOTS: gl.constexpr, VEC: gl.constexpr, SEGMENTS_BLOCK: gl.constexpr,
                          NUM_WARPS: gl.constexpr):
     """The product's tma-stream forward (LOOSE 0, tile loop) with the slots as a ring (module docstring)."""
@@ -43,7 +44,7 @@ def _tma_ring_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_co
     n_items = n_rows * n_segments
     step = gl.num_programs(0)
     item = gl.program_id(0)
-    row, first, end, tile_start, n_tiles = _item_span(item, n_segments, tiles_per_segment, n_cols, TILE, W)
+    row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W)
     if item >= n_items:
         n_tiles = 0
     for t in range(n_tiles):  # the first item's tiles into slots 0, 1, ...
@@ -52,13 +53,13 @@ def _tma_ring_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_co
     issued = n_tiles  # tiles of this item already asked for
     phases = item * 0  # bit s: the phase slot s's barrier completes next
     for item in range(gl.program_id(0), n_items, step):
-        row, first, end, tile_start, n_tiles = _item_span(item, n_segments, tiles_per_segment, n_cols, TILE, W)
+        row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W)
         for t in range(issued, n_tiles):  # what the last item's second pass had no slot for
             s = (head + t) % SLOTS
             _issue_tile(in_desc, smem.index(s), bars.index(s), tile_start + t * TILE, W)
         next_item = item + step
         next_row, next_first, next_end, next_tile_start, next_tiles = _item_span(
-            next_item, n_segments, tiles_per_segment, n_cols, TILE, W)
+            next_item, n_segments, segment_cols, n_cols, TILE, W)
         if next_item >= n_items:
             next_tiles = 0
         next_head = (head + n_tiles) % SLOTS
@@ -114,15 +115,16 @@ def tma_ring_forward(x: torch.Tensor, lookahead: int = 2, num_warps: int = 8, ve
     tile = num_warps * 32 * vectors_per_thread * vec
     slots_total = SEGMENT_BYTES // (tile * elem)
     spare = 0 if n_cols % width == 0 else 1
-    n_segments, tiles_per_segment = _segments(n_cols, tile, SEGMENT_BYTES - lookahead * tile * elem, elem, spare)
+    n_segments, tiles_per_segment = whole_tile_segments(n_cols, tile, SEGMENT_BYTES - lookahead * tile * elem, elem,
+                                                        spare)
     y = torch.empty_like(x)
     slots = torch.zeros(max(1, n_rows * n_segments), dtype=torch.int64, device=x.device)
     layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=elem * 8, rank=2)
     view = x.view(-1, width)
     in_desc = TensorDescriptor(view, list(view.shape), list(view.stride()), [tile // width, width], layout)
     grid = programs or min(torch.cuda.get_device_properties(x.device).multi_processor_count, n_rows * n_segments)
-    _tma_ring_fwd_kernel[(grid,)](y, x, in_desc, slots, n_rows, n_cols, n_segments, tiles_per_segment, TILE=tile,
-                                  SLOTS=slots_total, VEC=vec,
+    _tma_ring_fwd_kernel[(grid,)](y, x, in_desc, slots, n_rows, n_cols, n_segments, tiles_per_segment * tile,
+                                  TILE=tile, SLOTS=slots_total, VEC=vec,
                                   SEGMENTS_BLOCK=max(2, triton.next_power_of_2(n_segments)), NUM_WARPS=num_warps,
                                   num_warps=num_warps)
     return y

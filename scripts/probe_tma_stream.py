@@ -40,19 +40,19 @@ MOST_SHARED = 225 * 1024  # 14 tiles of 16 KB and the barriers: the most a progr
 
 
 @gluon.jit
-def _issue_item(in_desc, smem, bars, item, n_items, n_segments, tiles_per_segment, n_cols,
+def _issue_item(in_desc, smem, bars, item, n_items, n_segments, segment_cols, n_cols,
                 TILE: gl.constexpr, SLOTS: gl.constexpr, W: gl.constexpr, first_slot):
     """Ask the TMA for every tile of item (if it exists) into slots first_slot, first_slot + 1, ... (at most SLOTS);
     each slot's barrier counts its bytes."""
     if item < n_items:
-        row, first, end, tile_start, n_tiles = _item_span(item, n_segments, tiles_per_segment, n_cols, TILE, W)
+        row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W)
         for i in gl.static_range(SLOTS):
             if i < n_tiles:
                 _issue_tile(in_desc, smem.index(first_slot + i), bars.index(first_slot + i), tile_start + i * TILE, W)
 
 
 @gluon.jit
-def _tma_stream_fwd_kernel(output_ptr, in_desc, slots_ptr, n_rows, n_cols, n_segments, tiles_per_segment, max_polls,
+def _tma_stream_fwd_kernel(output_ptr, in_desc, slots_ptr, n_rows, n_cols, n_segments, segment_cols, max_polls,
                            TILE: gl.constexpr, SLOTS: gl.constexpr, VEC: gl.constexpr, ALIGN: gl.constexpr,
                            SEGMENTS_BLOCK: gl.constexpr, NUM_WARPS: gl.constexpr, NEXT_EARLY: gl.constexpr,
                            DOUBLE: gl.constexpr = False):
@@ -78,15 +78,15 @@ def _tma_stream_fwd_kernel(output_ptr, in_desc, slots_ptr, n_rows, n_cols, n_seg
     n_items = n_rows * n_segments
     step = gl.num_programs(0)
     HALF: gl.constexpr = SLOTS // 2 if DOUBLE else SLOTS
-    _issue_item(in_desc, smem, bars, gl.program_id(0), n_items, n_segments, tiles_per_segment, n_cols, TILE, HALF,
+    _issue_item(in_desc, smem, bars, gl.program_id(0), n_items, n_segments, segment_cols, n_cols, TILE, HALF,
                 W, 0)
     if DOUBLE:
-        _issue_item(in_desc, smem, bars, gl.program_id(0) + step, n_items, n_segments, tiles_per_segment, n_cols,
+        _issue_item(in_desc, smem, bars, gl.program_id(0) + step, n_items, n_segments, segment_cols, n_cols,
                     TILE, HALF, W, HALF)
     phases = gl.program_id(0) * 0  # bit i: the phase slot i's barrier completes next
     first_slot = gl.program_id(0) * 0  # DOUBLE: 0 and HALF in turn
     for item in range(gl.program_id(0), n_items, step):
-        row, first, end, tile_start, n_tiles = _item_span(item, n_segments, tiles_per_segment, n_cols, TILE, W)
+        row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W)
         vec_max = gl.full([TILE // VEC], float("-inf"), gl.float32, layout=gl.SliceLayout(1, layout))
         vec_sum = gl.full([TILE // VEC], 0.0, gl.float32, layout=gl.SliceLayout(1, layout))
         for i in gl.static_range(HALF):  # pass 1: each tile as it lands
@@ -117,7 +117,7 @@ def _tma_stream_fwd_kernel(output_ptr, in_desc, slots_ptr, n_rows, n_cols, n_seg
             inv_row_sum = 1.0 / gl.sum(gl.where(in_row, part_sum * gl.exp2(part_max - row_max), 0.0), axis=0)
         next_item = item + step
         next_row, next_first, next_end, next_tile_start, next_tiles = _item_span(next_item, n_segments,
-                                                                                 tiles_per_segment, n_cols, TILE, W)
+                                                                                 segment_cols, n_cols, TILE, W)
         if next_item >= n_items:
             next_tiles = 0
         for i in gl.static_range(HALF):  # pass 2, from shared memory; the next item's tile i follows tile i
@@ -135,13 +135,13 @@ def _tma_stream_fwd_kernel(output_ptr, in_desc, slots_ptr, n_rows, n_cols, n_seg
         if DOUBLE:
             fence_async_shared()
             gl.thread_barrier()  # every warp has read this half
-            _issue_item(in_desc, smem, bars, next_item + step, n_items, n_segments, tiles_per_segment, n_cols, TILE,
+            _issue_item(in_desc, smem, bars, next_item + step, n_items, n_segments, segment_cols, n_cols, TILE,
                         HALF, W, first_slot)
             first_slot = HALF - first_slot
         elif not NEXT_EARLY:
             fence_async_shared()
             gl.thread_barrier()
-            _issue_item(in_desc, smem, bars, next_item, n_items, n_segments, tiles_per_segment, n_cols, TILE, SLOTS,
+            _issue_item(in_desc, smem, bars, next_item, n_items, n_segments, segment_cols, n_cols, TILE, SLOTS,
                         W, 0)
     for i in gl.static_range(SLOTS):
         mbarrier.invalidate(bars.index(i))
@@ -173,7 +173,7 @@ def tma_stream_forward(num_warps: int = 32, vectors_per_thread: int = 1, segment
         view = x.view(-1, width)
         in_desc = TensorDescriptor(view, list(view.shape), list(view.stride()), [tile // width, width], layout)
         grid = min(_sms(), m * n_segments)
-        _tma_stream_fwd_kernel[(grid,)](y, in_desc, partials, m, n, n_segments, tiles_per_segment, max_polls,
+        _tma_stream_fwd_kernel[(grid,)](y, in_desc, partials, m, n, n_segments, tiles_per_segment * tile, max_polls,
                                         TILE=tile, SLOTS=halves * (tiles_per_segment + spare), VEC=vec,
                                         ALIGN=vec if n % vec == 0 else 1,
                                         SEGMENTS_BLOCK=max(2, triton.next_power_of_2(n_segments)),

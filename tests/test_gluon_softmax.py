@@ -83,17 +83,30 @@ def test_view_rows_are_the_widest_that_divide_the_tensor(shape, width):
     assert gs._view_width(torch.empty(shape)) == width
 
 
-@pytest.mark.parametrize("n_cols", [65540, 100000, 131072, 229376 // 4 * 7 + 4, 524292, 777780, 1 << 20])
-@pytest.mark.parametrize("spare", [0, 1])
-def test_segments_cover_the_row_evenly_within_shared_memory(n_cols, spare):
-    """Every tile of a row falls in one segment; segments differ by at most a tile and, with the spare tile a
-    segment starting inside a view row may need, fit the shared memory of the table's row."""
+@pytest.mark.parametrize("n_cols", [65540, 100000, 100001, 131072, 229376 // 4 * 7 + 4, 524292, 777777, 777780,
+                                    1 << 20])
+@pytest.mark.parametrize("width", [64, 128])
+def test_segments_cover_the_row_within_shared_memory(n_cols, width):
+    """Segments of whole vectors tile the row; each item's boxes, at any offset a row lets it start at in a view row,
+    fit its program's slots, and the slots the shared memory; rows that start on a view row keep whole tiles
+    (round 108), and others take even segments, no longer than one vector apart and never more than needed."""
     tile = TMA_PLAN.num_warps * 32 * TMA_PLAN.rows_per_program * 4
-    n_segments, tiles = gs._segments(n_cols, tile, gs.SEGMENT_BYTES, 4, spare)
-    row_tiles = -(-n_cols // tile)
-    assert (n_segments - 1) * tiles < row_tiles <= n_segments * tiles
-    assert (tiles + spare) * tile * 4 <= gs.SEGMENT_BYTES
-    assert n_segments == -(-row_tiles // (gs.SEGMENT_BYTES // (tile * 4) - spare))
+    n_segments, segment_cols, slots = gs._segments(n_cols, tile, gs.SEGMENT_BYTES, 4, width)
+    assert segment_cols % 4 == 0 and (n_segments - 1) * segment_cols < n_cols <= n_segments * segment_cols
+    assert slots * tile * 4 <= gs.SEGMENT_BYTES
+    if n_cols % width == 0:
+        assert segment_cols % tile == 0 and slots == segment_cols // tile
+        assert n_segments == -(-(-(-n_cols // tile)) // (gs.SEGMENT_BYTES // (tile * 4)))
+    else:
+        last = n_cols - (n_segments - 1) * segment_cols
+        assert segment_cols - last <= n_segments * 4
+        fewer = -(-n_cols // (n_segments - 1)) if n_segments > 1 else None
+        assert fewer is None or -(-(fewer + width - 1) // tile) > gs.SEGMENT_BYTES // (tile * 4)
+    for row in range(2 * width):  # every offset a row's segments can start at in a view row
+        for segment in range(n_segments):
+            first = row * n_cols + segment * segment_cols
+            end = row * n_cols + min((segment + 1) * segment_cols, n_cols)
+            assert -(-(end - first // width * width) // tile) <= slots
 
 
 # Compiles the table's tma-stream launch for sm_90 through ptxas, outside the interpreter, and prints its resource
@@ -113,7 +126,7 @@ plan = next(plan for plan in sm.SOFTMAX_PLANS if plan.path == "tma-stream" and p
 tile, width = plan.num_warps * 32 * plan.rows_per_program * 16 // elem, 512 // elem
 layout = f"NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth={8 * elem}, rank=2)"
 desc, pointer = f"tensordesc<{dtype}[{tile // width},{width}],{layout}>", "*" + dtype
-scalars = {"slots_ptr": "*i64", "n_rows": "i32", "n_cols": "i32", "n_segments": "i32", "tiles_per_segment": "i32",
+scalars = {"slots_ptr": "*i64", "n_rows": "i32", "n_cols": "i32", "n_segments": "i32", "segment_cols": "i32",
            "max_polls": "i32"}
 if op == "forward":
     signature = {"output_ptr": pointer, "input_ptr": pointer, "in_desc": desc, **scalars}
@@ -189,13 +202,15 @@ def long_rows(n_rows: int, n_cols: int, seed: int = 0, dtype: torch.dtype = torc
 # 1 x 1M (19 segments, the widest slot vector); odd rows (partial vectors at both ends of every segment but row 0's
 # first): 3 x 100,001, 5 x 777,777, 7 x 65,541 (the fewest columns), 1 x 200,003 (a tail); 1 x 122,885 (its last
 # tile starts exactly at the last whole view row: a box wholly past the descriptor, which the TMA fills with zeros);
-# 2-byte rows of partial vectors on the tile loop: 300 x 100,001 fp16, 300 x 65,537 bf16.
+# 2-byte rows of partial vectors on the tile loop: 300 x 100,001 fp16, 300 x 65,537 bf16; even segments (round 108) of
+# rows that start inside view rows, with more items than SMs: 300 x 100,000 (two of 50,000), 40 x 777,777 (14 a row).
 @on_hopper
 @pytest.mark.parametrize("n_rows,n_cols,dtype", [
     (32, 65540, torch.float32), (2, 100000, torch.float32), (2, 262144, torch.float32), (300, 131072, torch.float32),
     (16, 524292, torch.float32), (1, 1 << 20, torch.float32), (3, 100001, torch.float32),
     (5, 777777, torch.float32), (7, 65541, torch.float32), (1, 200003, torch.float32), (1, 122885, torch.float32),
-    (300, 100001, torch.float16), (300, 65537, torch.bfloat16)], ids=str)
+    (300, 100001, torch.float16), (300, 65537, torch.bfloat16), (300, 100000, torch.float32),
+    (40, 777777, torch.float32)], ids=str)
 def test_tma_stream_matches_float64(n_rows, n_cols, dtype):
     forward_checked(long_rows(n_rows, n_cols, dtype=dtype), expect_tma=True)
 
@@ -262,12 +277,13 @@ def backward_operands(n_rows: int, n_cols: int, dtype: torch.dtype, seed: int = 
 
 # Why each case: the fewest columns that take the path (65,536) in each type; rows of many segments (1M) in fp32 and
 # bf16; more items than SMs (300 x 131,072 fp32); 2-byte rows the H100 leaves on stream (4 x 262,144: either path);
-# segments that start inside view rows (16 x 524,296 fp16: the spare tile, 256-byte view rows).
+# segments that start inside view rows (16 x 524,296 fp16, 256-byte view rows; 300 x 100,000 fp32: even segments of
+# whole vectors, round 108, with more items than SMs).
 @on_hopper
 @pytest.mark.parametrize("n_rows,n_cols,dtype,expect_tma", [
     (16, 65536, torch.float16, True), (32, 65536, torch.bfloat16, True), (8, 65536, torch.float32, True),
     (2, 1 << 20, torch.float32, True), (2, 1 << 20, torch.bfloat16, True), (300, 131072, torch.float32, True),
-    (4, 262144, torch.float16, None), (16, 524296, torch.float16, True)], ids=str)
+    (4, 262144, torch.float16, None), (16, 524296, torch.float16, True), (300, 100000, torch.float32, True)], ids=str)
 def test_tma_stream_backward_matches_float64(n_rows, n_cols, dtype, expect_tma):
     backward_checked(*backward_operands(n_rows, n_cols, dtype), expect_tma)
 
