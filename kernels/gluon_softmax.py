@@ -475,21 +475,20 @@ def tma_backward_eligible(x: torch.Tensor) -> bool:
 def _segments(n_cols: int, tile: int, segment_bytes: int, elem_bytes: int, width: int) -> tuple[int, int, int]:
     """(segments a row, columns a segment, slots a program) for rows of n_cols in tiles of tile elements (view rows of
     width), each segment's tiles within segment_bytes. Rows that start on a view row take whole tiles a segment, as
-    even as whole tiles allow; others take even segments of whole vectors, each within the slots at its worst offset
-    in a view row (round 108: whole tiles left the last segment short and made the others read one box more)."""
+    even as whole tiles allow. Others take as many segments as whole tiles of one slot less would (a segment that
+    starts inside a view row reads one box more), cut evenly in whole vectors: whole tiles left the last segment
+    short and the others reading one box more than their tiles (round 108)."""
     most = max(1, segment_bytes // (tile * elem_bytes))
+    row_tiles = triton.cdiv(n_cols, tile)
     if n_cols % width == 0:
-        row_tiles = triton.cdiv(n_cols, tile)
         n_segments = triton.cdiv(row_tiles, min(most, row_tiles))
         tiles = triton.cdiv(row_tiles, n_segments)
         return n_segments, tiles * tile, tiles
     vec = 16 // elem_bytes
-    for n_segments in range(triton.cdiv(n_cols, most * tile), n_cols + 1):
-        segment_cols = triton.cdiv(triton.cdiv(n_cols, n_segments), vec) * vec
-        slots = triton.cdiv(segment_cols + width - 1, tile)
-        if slots <= most:
-            return n_segments, segment_cols, slots
-    raise ValueError(f"tma-stream: no segments of {n_cols} columns fit {most} tiles of {tile}")
+    n_segments = triton.cdiv(row_tiles, max(1, most - 1))
+    segment_cols = triton.cdiv(triton.cdiv(n_cols, n_segments), vec) * vec
+    # at most (most - 1) tiles, plus an offset under a view row: within most tiles (a tile is whole view rows)
+    return n_segments, segment_cols, triton.cdiv(segment_cols + width - 1, tile)
 
 
 def _direct(kernel, grid, *args, **kwargs) -> None:

@@ -88,8 +88,8 @@ def test_view_rows_are_the_widest_that_divide_the_tensor(shape, width):
 @pytest.mark.parametrize("width", [64, 128])
 def test_segments_cover_the_row_within_shared_memory(n_cols, width):
     """Segments of whole vectors tile the row; each item's boxes, at any offset a row lets it start at in a view row,
-    fit its program's slots, and the slots the shared memory; rows that start on a view row keep whole tiles
-    (round 108), and others take even segments, no longer than one vector apart and never more than needed."""
+    fit its program's slots, and the slots the shared memory. Rows that start on a view row keep whole tiles; others
+    take even segments (round 108), as many as whole tiles of one slot less would."""
     tile = TMA_PLAN.num_warps * 32 * TMA_PLAN.rows_per_program * 4
     n_segments, segment_cols, slots = gs._segments(n_cols, tile, gs.SEGMENT_BYTES, 4, width)
     assert segment_cols % 4 == 0 and (n_segments - 1) * segment_cols < n_cols <= n_segments * segment_cols
@@ -100,8 +100,7 @@ def test_segments_cover_the_row_within_shared_memory(n_cols, width):
     else:
         last = n_cols - (n_segments - 1) * segment_cols
         assert segment_cols - last <= n_segments * 4
-        fewer = -(-n_cols // (n_segments - 1)) if n_segments > 1 else None
-        assert fewer is None or -(-(fewer + width - 1) // tile) > gs.SEGMENT_BYTES // (tile * 4)
+        assert n_segments == -(-(-(-n_cols // tile)) // (gs.SEGMENT_BYTES // (tile * 4) - 1))
     for row in range(2 * width):  # every offset a row's segments can start at in a view row
         for segment in range(n_segments):
             first = row * n_cols + segment * segment_cols
