@@ -128,8 +128,9 @@ desc, pointer = f"tensordesc<{dtype}[{tile // width},{width}],{layout}>", "*" + 
 scalars = {"slots_ptr": "*i64", "n_rows": "i32", "n_cols": "i32", "n_segments": "i32", "segment_cols": "i32",
            "max_polls": "i32"}
 if op == "forward":
-    signature = {"output_ptr": pointer, "input_ptr": pointer, "in_desc": desc, **scalars}
-    kernel_fn, slots, aligned = gs._tma_stream_fwd_kernel, plan.segment_bytes // (tile * elem), (0, 1, 3)
+    row_desc = f"tensordesc<{dtype}[1,{width}],{layout}>"
+    signature = {"output_ptr": pointer, "input_ptr": pointer, "in_desc": desc, "row_desc": row_desc, **scalars}
+    kernel_fn, slots, aligned = gs._tma_stream_fwd_kernel, plan.segment_bytes // (tile * elem), (0, 1, 4)
     kind = dict(LOOSE=triton.next_power_of_2(2 * 16 // elem + width) if loose_rows else 0, TILE_LOOP=plan.tile_loop)
 else:
     signature = {"grad_input_ptr": pointer, "output_ptr": pointer, "grad_output_ptr": pointer, "y_desc": desc,
@@ -161,7 +162,9 @@ def test_tma_stream_compiles_for_hopper_without_spills(op, dtype, rows):
     """The table's launches compile for sm_90 with nothing spilled, within a Hopper program's 227 KB of shared memory,
     one TMA load a tile of each tensor (for the first item, and for the next as each slot frees; a tile loop has
     one for the first item's tiles a slot and one in each pass's loop), 16-byte stores; for the forward, with and
-    without the block of loose elements (rows of partial vectors, or a tail past the last whole view row)."""
+    without the block of loose elements (rows of partial vectors, or a tail past the last whole view row). The
+    forward asks for an item's last tile apart (round 110): one box, or a loop of view-row boxes and one of boxes
+    aimed out of the tensor, in two places (the first item, the next), each loop compiled to 1-4 loads."""
     env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
     done = subprocess.run([sys.executable, "-c", HOPPER_COMPILE, op, dtype, rows], env=env, capture_output=True,
                           text=True, timeout=600, cwd=Path(__file__).resolve().parent.parent)
@@ -171,10 +174,12 @@ def test_tma_stream_compiles_for_hopper_without_spills(op, dtype, rows):
     assert 0 < registers <= 255 and shared <= 227 * 1024
     tensors = 1 if op == "forward" else 2
     assert slots == 14 // tensors
-    if tile_loop:
-        assert (tma_loads, vector_stores) == (slots + 2, 4), done.stdout
-    else:
+    if op == "backward":
         assert tma_loads == 2 * tensors * slots and vector_stores >= slots, done.stdout
+    else:
+        whole_tiles = (slots - 1 + 2 if tile_loop else 2 * (slots - 1)) + 2
+        assert whole_tiles + 4 <= tma_loads <= whole_tiles + 16, done.stdout
+        assert vector_stores == 4 if tile_loop else vector_stores >= slots, done.stdout
 
 
 def forward_checked(x: torch.Tensor, expect_tma: bool) -> None:
