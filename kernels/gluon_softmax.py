@@ -77,24 +77,27 @@ def _issue_tile(in_desc, slot, bar, tile_start, W: gl.constexpr):
 
 
 @gluon.jit
-def _issue_last_tile(in_desc, row_desc, smem, bars, i, tile_start, end, TILE: gl.constexpr, SLOTS: gl.constexpr,
+def _issue_last_tile(in_desc, part_desc, smem, bars, i, tile_start, end, TILE: gl.constexpr, SLOTS: gl.constexpr,
                      W: gl.constexpr):
-    """Ask the TMA for an item's last tile, slot i, at flat index tile_start: one box where the item fills it, else
-    one box a view row (row_desc's), those past the item's end aimed out of the tensor, which the TMA fills with
-    zeros without reading memory, so that the tile reads no other item's elements (whole boxes cost fp32 100,000
-    1.8 points of copy on the H100, round 109) and the barrier still counts a whole tile's bytes."""
+    """Ask the TMA for an item's last tile, slot i, at flat index tile_start: one box where the item needs all of
+    its parts, else the parts (part_desc's boxes, a few view rows each) up to the item's end, the rest aimed out of
+    the tensor, which the TMA fills with zeros without reading memory, so that the barrier still counts a whole
+    tile's bytes (its byte count is a compile-time one). A whole box reads the next item's elements too (fp32 100,000
+    lost 1.8 points of copy to it on the H100, round 109)."""
     ROWS: gl.constexpr = TILE // W
-    rows = gl.cdiv(end - tile_start, W)
-    if rows >= ROWS:
+    PART: gl.constexpr = part_desc.block_type.shape[0]
+    PARTS: gl.constexpr = ROWS // PART
+    parts = gl.cdiv(gl.cdiv(end - tile_start, W), PART)
+    if parts >= PARTS:
         _issue_tile(in_desc, smem.index(i), bars.index(i), tile_start, W)
     else:
         mbarrier.expect(bars.index(i), in_desc.block_type.nbytes)
-        view_rows = smem._reinterpret(in_desc.dtype, [SLOTS * ROWS, 1, W], in_desc.layout)
-        for r in range(rows):
-            tma.async_copy_global_to_shared(row_desc, [tile_start // W + r, 0], bars.index(i),
-                                            view_rows.index(i * ROWS + r))
-        for r in range(rows, ROWS):
-            tma.async_copy_global_to_shared(row_desc, [-1, 0], bars.index(i), view_rows.index(i * ROWS + r))
+        view_parts = smem._reinterpret(in_desc.dtype, [SLOTS * PARTS, PART, W], in_desc.layout)
+        for p in range(parts):
+            tma.async_copy_global_to_shared(part_desc, [tile_start // W + p * PART, 0], bars.index(i),
+                                            view_parts.index(i * PARTS + p))
+        for p in range(parts, PARTS):
+            tma.async_copy_global_to_shared(part_desc, [-PART, 0], bars.index(i), view_parts.index(i * PARTS + p))
 
 
 @gluon.jit
@@ -243,7 +246,7 @@ def _refill(in_desc, smem, bars, i, next_tile_start, TILE: gl.constexpr, W: gl.c
 
 
 @gluon.jit
-def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, row_desc, slots_ptr, n_rows, n_cols, n_segments,
+def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr, n_rows, n_cols, n_segments,
                            segment_cols,
                            max_polls, TILE: gl.constexpr, SLOTS: gl.constexpr, VEC: gl.constexpr,
                            SEGMENTS_BLOCK: gl.constexpr, NUM_WARPS: gl.constexpr, LOOSE: gl.constexpr,
@@ -255,8 +258,8 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, row_desc, slots_ptr, 
     them: 14 unrolled tiles that did overflowed the instruction cache (round 101). LOOSE: the lanes of that block
     (0: the tensor has no loose elements, and the kernel no block). TILE_LOOP runs the tiles as a loop
     over a runtime slot rather than unrolled (a quarter of the code; for 2-byte rows, round 102). The maxima stay in
-    the input's units (exp(x - m)), as in triton_softmax's float32 kernels. An item's last tile is asked for up to
-    the item's end only (_issue_last_tile, through row_desc's boxes of one view row)."""
+    the input's units (exp(x - m)), as in triton_softmax's float32 kernels. An item's last tile is asked for apart,
+    up to the item's end in part_desc's boxes (_issue_last_tile; a part as tall as a tile: one box)."""
     dtype: gl.constexpr = in_desc.dtype
     W: gl.constexpr = in_desc.block_type.shape[1]
     layout: gl.constexpr = gl.BlockedLayout([1, VEC], [32, 1], [NUM_WARPS, 1], [1, 0])
@@ -278,7 +281,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, row_desc, slots_ptr, 
         if (i < n_tiles - 1) & (item < n_items):
             _issue_tile(in_desc, smem.index(i), bars.index(i), tile_start + i * TILE, W)
     if item < n_items:
-        _issue_last_tile(in_desc, row_desc, smem, bars, n_tiles - 1, tile_start + (n_tiles - 1) * TILE, end, TILE,
+        _issue_last_tile(in_desc, part_desc, smem, bars, n_tiles - 1, tile_start + (n_tiles - 1) * TILE, end, TILE,
                          SLOTS, W)
     phases = item * 0  # bit i: the phase slot i's barrier completes next
     for item in range(gl.program_id(0), n_items, step):
@@ -356,7 +359,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, row_desc, slots_ptr, 
         if next_tiles > 0:
             fence_async_shared()
             _cta_barrier()  # every warp has read the slot, whichever it is
-            _issue_last_tile(in_desc, row_desc, smem, bars, next_tiles - 1, next_tile_start + (next_tiles - 1) * TILE,
+            _issue_last_tile(in_desc, part_desc, smem, bars, next_tiles - 1, next_tile_start + (next_tiles - 1) * TILE,
                              next_end, TILE, SLOTS, W)
     for i in gl.static_range(SLOTS):
         mbarrier.invalidate(bars.index(i))
@@ -563,17 +566,20 @@ def _launch_shape(t: torch.Tensor, vectors_per_thread: int, num_warps: int, segm
 
 
 def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int, num_warps: int,
-                       segment_bytes: int, max_polls: int, tile_loop: bool = False, launch=_direct) -> None:
+                       segment_bytes: int, max_polls: int, tile_loop: bool = False, launch=_direct,
+                       part_rows: int = 0) -> None:
     """Launch the tma-stream forward from x into y (both contiguous, x eligible: tma_forward_eligible), through
-    launch(kernel, grid, *args, **kwargs); tile_loop: the kernel's TILE_LOOP."""
+    launch(kernel, grid, *args, **kwargs); tile_loop: the kernel's TILE_LOOP; part_rows: view rows of the boxes an
+    item's last tile is asked for in (0: a tile's, one box)."""
     vec = 16 // x.element_size()
     # rows of whole vectors with a view row width dividing the tensor have no loose elements
     width = _view_width(x) if x.shape[1] % vec == 0 else 0
     loose = 0 if width else triton.next_power_of_2(2 * vec + VIEW_ROW_BYTES[0] // x.element_size())
     width = width or VIEW_ROW_BYTES[0] // x.element_size()
     shape = _launch_shape(x, vectors_per_thread, num_warps, segment_bytes, width)
-    launch(_tma_stream_fwd_kernel, shape.grid, y, x, shape.descriptor(x), shape.descriptor(x, 1), shape.slots,
-           *x.shape, shape.n_segments, shape.segment_cols, max_polls, LOOSE=loose, TILE_LOOP=tile_loop,
+    box_rows = shape.constexprs["TILE"] // width
+    launch(_tma_stream_fwd_kernel, shape.grid, y, x, shape.descriptor(x), shape.descriptor(x, part_rows or box_rows),
+           shape.slots, *x.shape, shape.n_segments, shape.segment_cols, max_polls, LOOSE=loose, TILE_LOOP=tile_loop,
            **shape.constexprs)
 
 

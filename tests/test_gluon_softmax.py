@@ -128,8 +128,7 @@ desc, pointer = f"tensordesc<{dtype}[{tile // width},{width}],{layout}>", "*" + 
 scalars = {"slots_ptr": "*i64", "n_rows": "i32", "n_cols": "i32", "n_segments": "i32", "segment_cols": "i32",
            "max_polls": "i32"}
 if op == "forward":
-    row_desc = f"tensordesc<{dtype}[1,{width}],{layout}>"
-    signature = {"output_ptr": pointer, "input_ptr": pointer, "in_desc": desc, "row_desc": row_desc, **scalars}
+    signature = {"output_ptr": pointer, "input_ptr": pointer, "in_desc": desc, "part_desc": desc, **scalars}
     kernel_fn, slots, aligned = gs._tma_stream_fwd_kernel, plan.segment_bytes // (tile * elem), (0, 1, 4)
     kind = dict(LOOSE=triton.next_power_of_2(2 * 16 // elem + width) if loose_rows else 0, TILE_LOOP=plan.tile_loop)
 else:
@@ -163,7 +162,7 @@ def test_tma_stream_compiles_for_hopper_without_spills(op, dtype, rows):
     one TMA load a tile of each tensor (for the first item, and for the next as each slot frees; a tile loop has
     one for the first item's tiles a slot and one in each pass's loop), 16-byte stores; for the forward, with and
     without the block of loose elements (rows of partial vectors, or a tail past the last whole view row). The
-    forward asks for an item's last tile apart (round 110): one box, or a loop of view-row boxes and one of boxes
+    forward asks for an item's last tile apart (rounds 110-111): one box, or a loop of part boxes and one of boxes
     aimed out of the tensor, in two places (the first item, the next), each loop compiled to 1-4 loads."""
     env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
     done = subprocess.run([sys.executable, "-c", HOPPER_COMPILE, op, dtype, rows], env=env, capture_output=True,
