@@ -163,7 +163,7 @@ def test_tma_stream_compiles_for_hopper_without_spills(op, dtype, rows):
     one for the first item's tiles a slot and one in each pass's loop), 16-byte stores; for the forward, with and
     without the block of loose elements (rows of partial vectors, or a tail past the last whole view row). The
     forward asks for an item's last tile apart (rounds 110-111): one box, or a loop of part boxes and one of boxes
-    aimed out of the tensor, in two places (the first item, the next), each loop compiled to 1-4 loads."""
+    aimed out of the tensor, in two places (the first item, the next), each place's loops to 1-8 loads."""
     env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
     done = subprocess.run([sys.executable, "-c", HOPPER_COMPILE, op, dtype, rows], env=env, capture_output=True,
                           text=True, timeout=600, cwd=Path(__file__).resolve().parent.parent)
@@ -177,7 +177,7 @@ def test_tma_stream_compiles_for_hopper_without_spills(op, dtype, rows):
         assert tma_loads == 2 * tensors * slots and vector_stores >= slots, done.stdout
     else:
         whole_tiles = (slots - 1 + 2 if tile_loop else 2 * (slots - 1)) + 2
-        assert whole_tiles + 4 <= tma_loads <= whole_tiles + 16, done.stdout
+        assert whole_tiles + 2 <= tma_loads <= whole_tiles + 16, done.stdout
         assert vector_stores == 4 if tile_loop else vector_stores >= slots, done.stdout
 
 
