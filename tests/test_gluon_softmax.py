@@ -128,7 +128,8 @@ desc, pointer = f"tensordesc<{dtype}[{tile // width},{width}],{layout}>", "*" + 
 scalars = {"slots_ptr": "*i64", "n_rows": "i32", "n_cols": "i32", "n_segments": "i32", "segment_cols": "i32",
            "max_polls": "i32"}
 if op == "forward":
-    signature = {"output_ptr": pointer, "input_ptr": pointer, "in_desc": desc, "part_desc": desc, **scalars}
+    part_desc = f"tensordesc<{dtype}[{gs.LAST_TILE_PART_ROWS},{width}],{layout}>"
+    signature = {"output_ptr": pointer, "input_ptr": pointer, "in_desc": desc, "part_desc": part_desc, **scalars}
     kernel_fn, slots, aligned = gs._tma_stream_fwd_kernel, plan.segment_bytes // (tile * elem), (0, 1, 4)
     kind = dict(LOOSE=triton.next_power_of_2(2 * 16 // elem + width) if loose_rows else 0, TILE_LOOP=plan.tile_loop)
 else:
