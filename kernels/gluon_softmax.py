@@ -258,10 +258,12 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
     them: 14 unrolled tiles that did overflowed the instruction cache (round 101). LOOSE: the lanes of that block
     (0: the tensor has no loose elements, and the kernel no block). TILE_LOOP runs the tiles as a loop
     over a runtime slot rather than unrolled (a quarter of the code; for 2-byte rows, round 102). The maxima stay in
-    the input's units (exp(x - m)), as in triton_softmax's float32 kernels. An item's last tile is asked for apart,
-    up to the item's end in part_desc's boxes (_issue_last_tile; a part as tall as a tile: one box)."""
+    the input's units (exp(x - m)), as in triton_softmax's float32 kernels. Where part_desc's boxes are shorter than
+    a tile, an item's last tile is asked for apart, up to the item's end in them (_issue_last_tile)."""
     dtype: gl.constexpr = in_desc.dtype
     W: gl.constexpr = in_desc.block_type.shape[1]
+    # 1: an item's last tile is asked for apart, in part_desc's boxes; 0: as every other tile
+    APART: gl.constexpr = 1 if part_desc.block_type.shape[0] < in_desc.block_type.shape[0] else 0
     layout: gl.constexpr = gl.BlockedLayout([1, VEC], [32, 1], [NUM_WARPS, 1], [1, 0])
     lanes: gl.constexpr = gl.BlockedLayout([1], [32], [NUM_WARPS], [0])
     smem = gl.allocate_shared_memory(dtype, [SLOTS] + in_desc.block_type.shape, in_desc.layout)
@@ -278,9 +280,9 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
     item = gl.program_id(0)
     row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W)
     for i in gl.static_range(SLOTS):
-        if (i < n_tiles - 1) & (item < n_items):
+        if (i < n_tiles - APART) & (item < n_items):
             _issue_tile(in_desc, smem.index(i), bars.index(i), tile_start + i * TILE, W)
-    if item < n_items:
+    if APART & (item < n_items):
         _issue_last_tile(in_desc, part_desc, smem, bars, n_tiles - 1, tile_start + (n_tiles - 1) * TILE, end, TILE,
                          SLOTS, W)
     phases = item * 0  # bit i: the phase slot i's barrier completes next
@@ -345,18 +347,18 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
             for t in range(n_tiles):
                 _write_tile(output_ptr, smem, t, offsets, vector_starts, row_max, inv_row_sum, tile_start, first,
                             end, last, dtype, TILE, VEC, LOOSE, layout)
-                if t < next_tiles - 1:
+                if t < next_tiles - APART:
                     _refill(in_desc, smem, bars, t, next_tile_start, TILE, W)
-            for t in range(n_tiles, next_tiles - 1):
+            for t in range(n_tiles, next_tiles - APART):
                 _refill(in_desc, smem, bars, t, next_tile_start, TILE, W)
         else:
             for i in gl.static_range(SLOTS):
                 if i < n_tiles:
                     _write_tile(output_ptr, smem, i, offsets, vector_starts, row_max, inv_row_sum, tile_start, first,
                                 end, last, dtype, TILE, VEC, LOOSE, layout)
-                if i < next_tiles - 1:
+                if i < next_tiles - APART:
                     _refill(in_desc, smem, bars, i, next_tile_start, TILE, W)
-        if next_tiles > 0:
+        if APART & (next_tiles > 0):
             fence_async_shared()
             _cta_barrier()  # every warp has read the slot, whichever it is
             _issue_last_tile(in_desc, part_desc, smem, bars, next_tiles - 1, next_tile_start + (next_tiles - 1) * TILE,
@@ -566,15 +568,16 @@ def _launch_shape(t: torch.Tensor, vectors_per_thread: int, num_warps: int, segm
 
 
 # An item's last tile is asked for in boxes of this many view rows where a segment's last tile is under half full,
-# and as one box otherwise (round 111, H100, against one box: fp32 100,000-100,001 +1.0-1.2%; 777,777, whose last
-# tiles are two-thirds full, -0.6%, and boxes of one view row lost up to 4%).
+# with the tiles unrolled, and as one box otherwise (round 111, against one box: fp32 100,000-100,001 +1.0-1.2% on the
+# H100, +0.1-0.4% on the H200; fp32 777,777, whose last tiles are two-thirds full, -0.6% on the H100; the 2-byte tile
+# loop's 100,001 -1.2% on the H200; boxes of one view row lost up to 4%).
 LAST_TILE_PART_ROWS = 8
 
 
-def _last_tile_part_rows(segment_cols: int, tile: int, width: int) -> int:
-    """View rows of the boxes an item's last tile is asked for in (a tile's: one box)."""
+def _last_tile_part_rows(segment_cols: int, tile: int, width: int, tile_loop: bool) -> int:
+    """View rows of the boxes an item's last tile is asked for in (a tile's: one box, with the other tiles)."""
     held = segment_cols % tile
-    return LAST_TILE_PART_ROWS if 0 < held < tile // 2 else tile // width
+    return LAST_TILE_PART_ROWS if 0 < held < tile // 2 and not tile_loop else tile // width
 
 
 def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int, num_warps: int,
@@ -589,7 +592,7 @@ def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int
     loose = 0 if width else triton.next_power_of_2(2 * vec + VIEW_ROW_BYTES[0] // x.element_size())
     width = width or VIEW_ROW_BYTES[0] // x.element_size()
     shape = _launch_shape(x, vectors_per_thread, num_warps, segment_bytes, width)
-    part_rows = part_rows or _last_tile_part_rows(shape.segment_cols, shape.constexprs["TILE"], width)
+    part_rows = part_rows or _last_tile_part_rows(shape.segment_cols, shape.constexprs["TILE"], width, tile_loop)
     launch(_tma_stream_fwd_kernel, shape.grid, y, x, shape.descriptor(x), shape.descriptor(x, part_rows),
            shape.slots, *x.shape, shape.n_segments, shape.segment_cols, max_polls, LOOSE=loose, TILE_LOOP=tile_loop,
            **shape.constexprs)

@@ -108,6 +108,19 @@ def test_segments_cover_the_row_within_shared_memory(n_cols, width):
             assert -(-(end - first // width * width) // tile) <= slots
 
 
+@pytest.mark.parametrize("n_cols,tile_loop,apart", [(100000, False, True), (100001, False, True),
+                                                     (777777, False, False), (131072, False, False),
+                                                     (1 << 20, False, False), (100000, True, False)])
+def test_last_tiles_under_half_full_are_asked_for_in_parts(n_cols, tile_loop, apart):
+    """Round 111: a segment's last tile under half full (fp32 100,000: 848 of 4,096 columns) comes in boxes of
+    LAST_TILE_PART_ROWS view rows; fuller ones (777,777: 2,700), whole ones (powers of two) and the tile loop (it lost
+    1.2% on the H200) keep one box."""
+    tile, width = TMA_PLAN.num_warps * 32 * TMA_PLAN.rows_per_program * 4, 128
+    _, segment_cols, _ = gs._segments(n_cols, tile, gs.SEGMENT_BYTES, 4, width)
+    part_rows = gs._last_tile_part_rows(segment_cols, tile, width, tile_loop)
+    assert part_rows == (gs.LAST_TILE_PART_ROWS if apart else tile // width)
+
+
 # Compiles the table's tma-stream launch for sm_90 through ptxas, outside the interpreter, and prints its resource
 # use: registers, local memory (spills), shared memory, and the TMA loads and 16-byte stores in its SASS.
 HOPPER_COMPILE = """
@@ -128,7 +141,8 @@ desc, pointer = f"tensordesc<{dtype}[{tile // width},{width}],{layout}>", "*" + 
 scalars = {"slots_ptr": "*i64", "n_rows": "i32", "n_cols": "i32", "n_segments": "i32", "segment_cols": "i32",
            "max_polls": "i32"}
 if op == "forward":
-    part_desc = f"tensordesc<{dtype}[{gs.LAST_TILE_PART_ROWS},{width}],{layout}>"
+    part_rows = tile // width if plan.tile_loop else gs.LAST_TILE_PART_ROWS  # as _last_tile_part_rows asks at most
+    part_desc = f"tensordesc<{dtype}[{part_rows},{width}],{layout}>"
     signature = {"output_ptr": pointer, "input_ptr": pointer, "in_desc": desc, "part_desc": part_desc, **scalars}
     kernel_fn, slots, aligned = gs._tma_stream_fwd_kernel, plan.segment_bytes // (tile * elem), (0, 1, 4)
     kind = dict(LOOSE=triton.next_power_of_2(2 * 16 // elem + width) if loose_rows else 0, TILE_LOOP=plan.tile_loop)
@@ -163,8 +177,8 @@ def test_tma_stream_compiles_for_hopper_without_spills(op, dtype, rows):
     one TMA load a tile of each tensor (for the first item, and for the next as each slot frees; a tile loop has
     one for the first item's tiles a slot and one in each pass's loop), 16-byte stores; for the forward, with and
     without the block of loose elements (rows of partial vectors, or a tail past the last whole view row). The
-    forward asks for an item's last tile apart (rounds 110-111): one box, or a loop of part boxes and one of boxes
-    aimed out of the tensor, in two places (the first item, the next), each place's loops to 1-8 loads."""
+    unrolled forward may ask for an item's last tile apart (round 111): one box, or a loop of part boxes and one of
+    boxes aimed out of the tensor, in two places (the first item, the next), each place's loops to 1-8 loads."""
     env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
     done = subprocess.run([sys.executable, "-c", HOPPER_COMPILE, op, dtype, rows], env=env, capture_output=True,
                           text=True, timeout=600, cwd=Path(__file__).resolve().parent.parent)
@@ -176,10 +190,11 @@ def test_tma_stream_compiles_for_hopper_without_spills(op, dtype, rows):
     assert slots == 14 // tensors
     if op == "backward":
         assert tma_loads == 2 * tensors * slots and vector_stores >= slots, done.stdout
+    elif tile_loop:
+        assert (tma_loads, vector_stores) == (slots + 2, 4), done.stdout
     else:
-        whole_tiles = (slots - 1 + 2 if tile_loop else 2 * (slots - 1)) + 2
-        assert whole_tiles + 2 <= tma_loads <= whole_tiles + 16, done.stdout
-        assert vector_stores == 4 if tile_loop else vector_stores >= slots, done.stdout
+        whole_tiles = 2 * (slots - 1) + 2
+        assert whole_tiles + 2 <= tma_loads <= whole_tiles + 16 and vector_stores >= slots, done.stdout
 
 
 def forward_checked(x: torch.Tensor, expect_tma: bool) -> None:
