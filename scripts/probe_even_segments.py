@@ -23,14 +23,15 @@ from sass_digest import load_module  # noqa: E402
 SHAPES = [(n, "float32") for n in (100000, 100001, 777777, 131072, 1 << 20)] + [(100001, "float16")]
 
 
-def with_module(gs):
-    """The forward through gs.tma_stream_forward with the table's plan for x (the dispatcher's tma-stream call)."""
+def with_module(gs, **options):
+    """The forward through gs.tma_stream_forward with the table's plan for x (the dispatcher's tma-stream call) and
+    options (keyword arguments of that version's tma_stream_forward)."""
     def forward(x: torch.Tensor) -> torch.Tensor:
         plan = sm._select_plan("forward", *x.shape, x.element_size(), x.device, sm._forward_align(x, x), True)
         assert plan.path == "tma-stream", plan
         y = torch.empty_like(x)
         gs.tma_stream_forward(y, x, plan.rows_per_program, plan.num_warps, plan.segment_bytes, sm._max_polls(),
-                              plan.tile_loop)
+                              plan.tile_loop, **options)
         return y
     return forward
 

@@ -17,22 +17,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from probe_even_segments import SHAPES, with_module  # noqa: E402
-from probe_long_rows import save_results, sm, warm_up_gpu  # noqa: E402
+from probe_long_rows import save_results, warm_up_gpu  # noqa: E402
 from probe_trials import ab_trials  # noqa: E402
 from sass_digest import load_module  # noqa: E402
 from kernels import gluon_softmax as gs  # noqa: E402
-
-
-def with_parts(part_rows: int):
-    """The working tree's tma-stream forward on the table's plan, its last tiles in boxes of part_rows view rows."""
-    def forward(x: torch.Tensor) -> torch.Tensor:
-        plan = sm._select_plan("forward", *x.shape, x.element_size(), x.device, sm._forward_align(x, x), True)
-        y = torch.empty_like(x)
-        gs.tma_stream_forward(y, x, plan.rows_per_program, plan.num_warps, plan.segment_bytes, sm._max_polls(),
-                              plan.tile_loop, part_rows=part_rows)
-        return y
-    return forward
-
 
 if __name__ == "__main__":
     warm_up_gpu()
@@ -40,6 +28,6 @@ if __name__ == "__main__":
     before = with_module(load_module(sys.argv[1], "gluon_softmax_before"))
     results = []
     for part_rows in [int(a) for a in sys.argv[2:]] or (32, 8, 4, 1):
-        ab_trials(f"last tile in boxes of {part_rows} view rows against round 108", with_parts(part_rows),
-                  SHAPES, results, baseline=before, trials=3)
+        ab_trials(f"last tile in boxes of {part_rows} view rows against round 108",
+                  with_module(gs, part_rows=part_rows), SHAPES, results, baseline=before, trials=3)
     save_results("probe_last_tile.json", results)
