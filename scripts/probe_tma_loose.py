@@ -31,28 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.tolerances import FORWARD_TOL  # noqa: E402
 from kernels.gluon_softmax import (SEGMENT_BYTES, _await_slots, _combine, _cta_barrier, _exp, _issue_tile,  # noqa: E402
-                                   _item_span, _new_barriers, _online, _pack, _tile, _tile_offsets)
+                                   _item_span, _loose_offsets, _new_barriers, _online, _pack, _tile, _tile_offsets,
+                                   _whole)
 from probe_tma_odd import whole_tile_segments  # noqa: E402
-
-
-@gluon.jit
-def _loose_offsets(first, end, covered, VEC: gl.constexpr, LOOSE: gl.constexpr, layout: gl.constexpr):
-    """(flat indices, mask) of an item's loose elements: head [first, first rounded up to VEC), foot [last rounded
-    down to VEC, last) with last = min(end, covered), and tail [covered, end), in one block of LOOSE lanes."""
-    j = gl.arange(0, LOOSE, layout=layout)
-    last = gl.minimum(end, covered)
-    head_end = gl.minimum((first + VEC - 1) // VEC * VEC, last)
-    foot_start = gl.maximum(last // VEC * VEC, head_end)
-    flat = gl.where(j < VEC, first + j, gl.where(j < 2 * VEC, foot_start + j - VEC, covered + j - 2 * VEC))
-    mask = gl.where(j < VEC, flat < head_end, gl.where(j < 2 * VEC, flat < last, (flat >= first) & (flat < end)))
-    return flat, mask
-
-
-@gluon.jit
-def _whole(tile_lo, vector_starts, first, last, VEC: gl.constexpr):
-    """Which [vectors, 1] of the tile at flat tile_lo lie wholly inside [first, last)."""
-    vector_lo = tile_lo + vector_starts
-    return (vector_lo >= first) & (vector_lo + VEC <= last)
 
 
 @gluon.jit
