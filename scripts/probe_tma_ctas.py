@@ -1,0 +1,74 @@
+"""Probe (round 113): tma-stream with two or three programs an SM, each holding a shorter segment.
+
+Exploration, not evidence. The product launches one tma-stream program an SM (one 224 KB segment of slots fills its
+shared memory), so an SM runs an item's pass 1, its wait for sibling segments and its pass 2 one after another: HBM
+reads for the next item are in flight only while pass 2 refills the slots. With two programs an SM of half the slots
+(112 KB each: two fit the SM's 228 KB), one program's pass 1 and wait can overlap the other's pass 2, at the price of
+twice the segments a row. The kernels are the product's; only the launch differs (the grid, through the launchers'
+`launch` hook, and segment_bytes). Three fresh inputs a shape, alternating order, every output checked against
+float64 first (probe_trials.ab_trials; a ratio over 1: the variant is faster than the dispatcher).
+
+    python scripts/probe_tma_ctas.py       # on a Hopper GPU; writes $OUT/probe_tma_ctas.json
+"""
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from probe_long_rows import save_results, sm, warm_up_gpu  # noqa: E402
+from probe_trials import ab_trials, backward_case  # noqa: E402
+from kernels import gluon_softmax as gs  # noqa: E402
+
+TILE_BYTES = 8 * 32 * 4 * 16  # 8 warps of 4 16-byte vectors: the product's tma-stream tile
+MAX_POLLS = 1 << 20
+
+
+def programs_per_sm(k: int, items_at: tuple):
+    """A launch hook that runs k programs an SM (or as many as there are items); items_at: the argument positions
+    of n_rows and n_segments."""
+    def launch(kernel, grid, *args, **kwargs):
+        items = args[items_at[0]] * args[items_at[1]]
+        sms = torch.cuda.get_device_properties(args[0].device).multi_processor_count
+        kernel[(min(k * sms, items),)](*args, **kwargs)
+    return launch
+
+
+def forward(k: int, slots: int, tile_loop: bool):
+    """tma-stream's forward with k programs an SM of slots tiles each."""
+    def run(x: torch.Tensor) -> torch.Tensor:
+        y = torch.empty_like(x)
+        gs.tma_stream_forward(y, x, 4, 8, slots * TILE_BYTES, MAX_POLLS, tile_loop, launch=programs_per_sm(k, (5, 7)))
+        return y
+    return run
+
+
+def backward(k: int, slots: int):
+    """tma-stream's backward with k programs an SM of slots tiles of each tensor (the table's 128-register cap)."""
+    def run(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
+        dx = torch.empty_like(y)
+        gs.tma_stream_backward(dx, y, dy, 4, 8, 2 * slots * TILE_BYTES, MAX_POLLS, 128,
+                               launch=programs_per_sm(k, (6, 8)))
+        return dx
+    return run
+
+
+TWO_BYTE = [(131072, "float16"), (262144, "float16"), (1048576, "float16"), (262144, "bfloat16"),
+            (100000, "float16")]
+FP32 = [(131072, "float32"), (262144, "float32"), (1048576, "float32"), (100000, "float32")]
+BACKWARD = [(131072, "float32"), (1048576, "float32"), (1048576, "float16")]
+
+if __name__ == "__main__":
+    warm_up_gpu()
+    print(torch.cuda.get_device_name(), flush=True)
+    results = []
+    which = sys.argv[1:] or ["forward", "backward"]
+    if "forward" in which:
+        for k, slots, tile_loop in ((1, 14, True), (2, 7, True), (2, 7, False), (3, 4, True)):
+            ab_trials(f"forward {k} programs an SM x {slots} slots ({'tile loop' if tile_loop else 'unrolled'})",
+                      forward(k, slots, tile_loop), TWO_BYTE + FP32, results, trials=3)
+    if "backward" in which:
+        for k, slots in ((2, 3),):
+            ab_trials(f"backward {k} programs an SM x {slots} slots a tensor", backward(k, slots), BACKWARD, results,
+                      baseline=sm.softmax_backward, trials=3, case=backward_case)
+    save_results("probe_tma_ctas.json", results)
