@@ -8,7 +8,7 @@ twice the segments a row. The kernels are the product's; only the launch differs
 `launch` hook, and segment_bytes). Three fresh inputs a shape, alternating order, every output checked against
 float64 first (probe_trials.ab_trials; a ratio over 1: the variant is faster than the dispatcher).
 
-    python scripts/probe_tma_ctas.py       # on a Hopper GPU; writes $OUT/probe_tma_ctas.json
+    python scripts/probe_tma_ctas.py [forward] [backward] [wide]   # on a Hopper GPU; $OUT/probe_tma_ctas.json
 """
 import sys
 from pathlib import Path
@@ -57,16 +57,22 @@ TWO_BYTE = [(131072, "float16"), (262144, "float16"), (1048576, "float16"), (262
             (100000, "float16")]
 FP32 = [(131072, "float32"), (262144, "float32"), (1048576, "float32"), (100000, "float32")]
 BACKWARD = [(131072, "float32"), (1048576, "float32"), (1048576, "float16")]
+# "wide": the 2-byte rows the H100 runs short on (65,536 on the tile kernel, 777,777 on tile-stream), fp32 777,777,
+# and four programs an SM too
+WIDE_SHAPES = [(65536, "float16"), (65536, "bfloat16"), (777777, "float16"), (777777, "float32")]
+FORWARD_LAUNCHES = ((1, 14, True), (2, 7, True), (2, 7, False), (3, 4, True))
 
 if __name__ == "__main__":
     warm_up_gpu()
     print(torch.cuda.get_device_name(), flush=True)
     results = []
     which = sys.argv[1:] or ["forward", "backward"]
-    if "forward" in which:
-        for k, slots, tile_loop in ((1, 14, True), (2, 7, True), (2, 7, False), (3, 4, True)):
+    if "forward" in which or "wide" in which:
+        wide = "wide" in which
+        for k, slots, tile_loop in FORWARD_LAUNCHES + (((4, 3, True),) if wide else ()):
             ab_trials(f"forward {k} programs an SM x {slots} slots ({'tile loop' if tile_loop else 'unrolled'})",
-                      forward(k, slots, tile_loop), TWO_BYTE + FP32, results, trials=3)
+                      forward(k, slots, tile_loop), TWO_BYTE + FP32 + (WIDE_SHAPES if wide else []), results,
+                      trials=3)
     if "backward" in which:
         for k, slots in ((2, 3),):
             ab_trials(f"backward {k} programs an SM x {slots} slots a tensor", backward(k, slots), BACKWARD, results,
