@@ -476,6 +476,13 @@ def _tma_stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, y_desc, 
 
 # Shared memory a program may hold: 14 tiles of 16 KB and the barriers, under the 227 KB a Hopper program may take.
 SEGMENT_BYTES = 229376
+# What the programs on one Hopper SM share: 64K registers and 228 KB of shared memory, of which the driver reserves
+# 1 KB a program. Launches of several programs an SM cap each thread's registers at its share, so that the whole grid
+# is resident at once: a row's segments wait for each other, and a sibling that is not running costs max_polls
+# re-reads and a read of its segment from global memory (rounds 113-114).
+SM_REGISTERS = 65536
+SM_SHARED_BYTES = 233472
+PROGRAM_RESERVED_BYTES = 1024
 # View rows of these many bytes, the first that divides the tensor (a TMA box's rows are 16-byte multiples, and
 # narrower ones, many to a box, moved data at half of copy speed in round 6).
 VIEW_ROW_BYTES = (512, 256)
@@ -533,6 +540,12 @@ def _direct(kernel, grid, *args, **kwargs) -> None:
     kernel[grid](*args, **kwargs)
 
 
+def _register_share(programs_per_sm: int, num_warps: int) -> int:
+    """Registers a thread may take so that programs_per_sm programs of num_warps warps fit an SM (0: one program an
+    SM, no cap); ptxas allocates them in steps of 8."""
+    return 0 if programs_per_sm == 1 else SM_REGISTERS // (programs_per_sm * num_warps * 32) // 8 * 8
+
+
 class _Launch(NamedTuple):
     """What both directions' launches share: the grid, the segments, the zeroed slots and the constexprs."""
     grid: tuple
@@ -543,13 +556,21 @@ class _Launch(NamedTuple):
     constexprs: dict
 
 
-def _launch_shape(t: torch.Tensor, vectors_per_thread: int, num_warps: int, segment_bytes: int, width: int) -> _Launch:
+def _launch_shape(t: torch.Tensor, vectors_per_thread: int, num_warps: int, segment_bytes: int, width: int,
+                  programs_per_sm: int = 1, tensors: int = 1) -> _Launch:
     """The launch of a tma-stream kernel over tensors shaped as t (eligible), in segments of at most segment_bytes of
-    each tensor, through a descriptor of view rows of width elements over as many whole view rows as t holds."""
+    each tensor, through a descriptor of view rows of width elements over as many whole view rows as t holds, with
+    programs_per_sm programs an SM (or one an item, if fewer), each holding tensors tensors' slots."""
     n_rows, n_cols = t.shape
     elem = t.element_size()
     tile = num_warps * 32 * vectors_per_thread * 16 // elem
     n_segments, segment_cols, slots = _segments(n_cols, tile, segment_bytes, elem, width)
+    # the slots, and 1 KB for the barriers and the reductions' scratch (a few hundred bytes)
+    if programs_per_sm * (tensors * slots * tile * elem + 1024 + PROGRAM_RESERVED_BYTES) > SM_SHARED_BYTES:
+        raise ValueError(f"{programs_per_sm} tma-stream programs an SM of {slots} slots of {tile * elem} bytes "
+                         f"({tensors} tensors) do not fit an SM's {SM_SHARED_BYTES} bytes of shared memory")
+    sms = torch.cuda.get_device_properties(t.device).multi_processor_count
+    maxnreg = _register_share(programs_per_sm, num_warps)
     layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=elem * 8, rank=2)
 
     def descriptor(u: torch.Tensor, box_rows: int = tile // width) -> TensorDescriptor:
@@ -558,13 +579,13 @@ def _launch_shape(t: torch.Tensor, vectors_per_thread: int, num_warps: int, segm
         view = u.view(-1)[: u.numel() // width * width].view(-1, width)
         return TensorDescriptor(view, list(view.shape), list(view.stride()), [box_rows, width], layout)
     return _Launch(
-        grid=(min(torch.cuda.get_device_properties(t.device).multi_processor_count, n_rows * n_segments),),
+        grid=(min(programs_per_sm * sms, n_rows * n_segments),),
         n_segments=n_segments, segment_cols=segment_cols,
         slots=torch.zeros(n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=t.device),
         descriptor=descriptor,
         constexprs=dict(TILE=tile, SLOTS=slots, VEC=16 // elem,
                         SEGMENTS_BLOCK=max(2, triton.next_power_of_2(n_segments)), NUM_WARPS=num_warps,
-                        num_warps=num_warps))
+                        num_warps=num_warps, **({"maxnreg": maxnreg} if maxnreg else {})))
 
 
 # An item's last tile is asked for in boxes of this many view rows where a segment's last tile is under half full,
@@ -582,16 +603,17 @@ def _last_tile_part_rows(segment_cols: int, tile: int, width: int, tile_loop: bo
 
 def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int, num_warps: int,
                        segment_bytes: int, max_polls: int, tile_loop: bool = False, launch=_direct,
-                       part_rows: int = 0) -> None:
+                       part_rows: int = 0, programs_per_sm: int = 1) -> None:
     """Launch the tma-stream forward from x into y (both contiguous, x eligible: tma_forward_eligible), through
     launch(kernel, grid, *args, **kwargs); tile_loop: the kernel's TILE_LOOP; part_rows: view rows of the boxes an
-    item's last tile is asked for in (0: _last_tile_part_rows's choice)."""
+    item's last tile is asked for in (0: _last_tile_part_rows's choice); programs_per_sm: programs an SM, each
+    holding segment_bytes of slots (under SM_SHARED_BYTES together)."""
     vec = 16 // x.element_size()
     # rows of whole vectors with a view row width dividing the tensor have no loose elements
     width = _view_width(x) if x.shape[1] % vec == 0 else 0
     loose = 0 if width else triton.next_power_of_2(2 * vec + VIEW_ROW_BYTES[0] // x.element_size())
     width = width or VIEW_ROW_BYTES[0] // x.element_size()
-    shape = _launch_shape(x, vectors_per_thread, num_warps, segment_bytes, width)
+    shape = _launch_shape(x, vectors_per_thread, num_warps, segment_bytes, width, programs_per_sm)
     part_rows = part_rows or _last_tile_part_rows(shape.segment_cols, shape.constexprs["TILE"], width, tile_loop)
     launch(_tma_stream_fwd_kernel, shape.grid, y, x, shape.descriptor(x), shape.descriptor(x, part_rows),
            shape.slots, *x.shape, shape.n_segments, shape.segment_cols, max_polls, LOOSE=loose, TILE_LOOP=tile_loop,
@@ -602,7 +624,7 @@ def tma_stream_backward(dx: torch.Tensor, y: torch.Tensor, dy: torch.Tensor, vec
                         segment_bytes: int, max_polls: int, maxnreg: int = 0, launch=_direct) -> None:
     """Launch the tma-stream backward into dx (contiguous) from y and dy (both eligible: tma_backward_eligible),
     through launch; segment_bytes holds both tensors' tiles; maxnreg (0: ptxas chooses) caps a thread's registers."""
-    shape = _launch_shape(y, vectors_per_thread, num_warps, segment_bytes // 2, _view_width(y))
+    shape = _launch_shape(y, vectors_per_thread, num_warps, segment_bytes // 2, _view_width(y), tensors=2)
     launch(_tma_stream_bwd_kernel, shape.grid, dx, y, dy, shape.descriptor(y), shape.descriptor(dy), shape.slots,
            *y.shape, shape.n_segments, shape.segment_cols, max_polls, ALIGN=shape.constexprs["VEC"],
            **shape.constexprs, **({"maxnreg": maxnreg} if maxnreg else {}))

@@ -1270,7 +1270,8 @@ class Plan(NamedTuple):
                            # tile, tile-stream, tma-stream: 16-byte vectors per thread per step
     block_size: int        # online, stream: columns per loop step; exchange: columns per chunk; row-tiles: lanes a tile
     num_warps: int
-    programs_per_sm: int   # tile, online, exchange, stream, rows-pipelined: persistent grid = programs_per_sm * SMs
+    programs_per_sm: int   # tile, online, exchange, stream, rows-pipelined, tma-stream: persistent grid =
+                           # programs_per_sm * SMs
     num_stages: int = 0    # stream, rows-pipelined: software-pipeline depth of the loop (blocks or rows in flight + 1)
     segment_bytes: float = 0  # stream, tile-stream: bytes of a row one program streams twice at most;
                               # tma-stream: bytes of a row one program holds in shared memory at most
@@ -1288,10 +1289,15 @@ class Plan(NamedTuple):
                                       # favours it (see SHORTER_SEGMENT_GAIN; 0: none)
     min_l2_bytes: int = 0  # ... and the GPU's L2 holds at least this many bytes (see L2_60_MB)
     tile_loop: bool = False  # forward tma-stream: the tiles as a loop rather than unrolled (see gluon_softmax)
+    view_rows: bool = False  # ... only to rows of whole TMA view rows (n_cols * elem_bytes a multiple of
+                             # TMA_VIEW_ROW_BYTES), whose tma-stream segments are whole tiles
 
 
 # An L2 this large or larger takes the table's min_l2_bytes rows: 60 MiB, the H200's (the H100's holds 50 MiB).
 L2_60_MB = 60 << 20
+# The view row of kernels/gluon_softmax (its VIEW_ROW_BYTES[0]; a test keeps the two equal): rows of a multiple of it
+# start on a view row, so their segments are cut in whole tiles (gluon_softmax._segments).
+TMA_VIEW_ROW_BYTES = 512
 
 
 # Short rows: tiles of ~4096 elements, so each program moves 8-16 KB and a thread holds 2-4
@@ -1464,6 +1470,16 @@ L2_60_MB = 60 << 20
 # fp32 100,000 -0.8%. Without the 192 KB cut, 224 KB segments gained nothing there: the segment's length is what
 # counts. Longer ones lost on the H200 wherever a segment grew: forward 288-384 KB -4% to -15%, backward 320-512 KB
 # -2% to -18% (round 91, ...-h200-trials-longer-segments.json), so 256 KB is its optimum from both sides.
+# Since round 113 (notes/probes/2026-11-26-h{200,100}-tma-ctas*.json) tma-stream runs several programs an SM, each
+# with fewer slots, so that one program's first pass and wait overlap another's second pass and loads (one program an
+# SM did the three one after another): 3 programs of 4 slots (64 KB) for rows of whole view rows, 2 of 7 (112 KB) for
+# the others (3 of 4 cut those in segments of 3 tiles and lost 18-29%), as a tile loop. Against the dispatcher before
+# it, three fresh inputs a shape (H100 | H200): 2-byte 131,072 +3.7% | +16.7%, 262,144 +8.9-10.9% | +26.8-28.3%, 1M
+# +6.9% | +24.6%, 100,000 (2 of 7) +5.6% | +0.7%, 777,777 (2 of 7) +7.3% | not run; fp32 131,072 +6.2% | +8.2%,
+# 262,144 +5.7% | +6.0%, 100,000 (2 of 7) +5.9% | +10.4%. fp32 rows of 4 MB (1M) lost 1.5-4% with more programs (38-64
+# segments a row), and 777,777 2-4%, so fp32 rows past 262,144 keep one program of 14 slots. The launch caps a
+# thread's registers at its share of the SM (gluon_softmax._register_share), so that the grid is resident: four
+# programs of 3 slots, uncapped, left some out and ran 1,000 times slower on their siblings' polls.
 SOFTMAX_PLANS = (
     #     op          max_cols  min_rows bytes path      rows  block  warps  progs stages segment unroll
     Plan("forward",        64,        0,  0, "rows",      64,     0,     4,    0),
@@ -1495,14 +1511,21 @@ SOFTMAX_PLANS = (
     Plan("forward",     32768,        0,  0, "rows",       1,     0,    32,    0),
     Plan("forward",     40960,        2,  4, "row-tiles",  1,  8192,    32,    0,    0,      0, 1, True),
     Plan("forward",     65536,        2,  0, "tile",       2,     0,    32,    1,    0,      0, 4, True),
+    Plan("forward",    131072,        2,  2, "tma-stream", 4,    0,     8,    3,    0,  65536, tile_loop=True,
+         view_rows=True),
+    Plan("forward",    131072,        2,  2, "tma-stream", 4,    0,     8,    2,    0, 114688, tile_loop=True),
     Plan("forward",    131072,        2,  2, "tile",       2,     0,    32,    1,    0,      0, 2, True),
-    Plan("forward",    131072,        2,  2, "tma-stream", 4,    0,     8,    1,    0, 229376, partial_vectors=True,
-         tile_loop=True),
     Plan("forward",    131072,        2,  2, "tile",       2,     0,    32,    1,    0,      0, 2, partial_vectors=True,
          edges_apart=True),
     Plan("forward",     65536,        2,  4, "tile",       2,     0,    32,    1,    0,      0, 2, partial_vectors=True),
     Plan("forward",     65536,        0,  4, "exchange",   0,  4096,     8,    4),
+    Plan("forward",    262144,        0,  4, "tma-stream", 4,    0,     8,    3,    0,  65536, tile_loop=True,
+         view_rows=True),
+    Plan("forward",    262144,        0,  4, "tma-stream", 4,    0,     8,    2,    0, 114688, tile_loop=True),
     Plan("forward",  math.inf,        0,  4, "tma-stream", 4,    0,     8,    1,    0, 229376),
+    Plan("forward",  math.inf,        0,  2, "tma-stream", 4,    0,     8,    3,    0,  65536, tile_loop=True,
+         view_rows=True),
+    Plan("forward",  math.inf,        0,  2, "tma-stream", 4,    0,     8,    2,    0, 114688, tile_loop=True),
     Plan("forward",  math.inf,        0,  2, "tile-stream", 2,    0,    32,    1,    0, 262144, one_warp_from=2,
          min_l2_bytes=L2_60_MB),
     Plan("forward",  math.inf,        0,  4, "tile-stream", 2,    0,    32,    1,    0, 262144, min_l2_bytes=L2_60_MB),
@@ -1724,11 +1747,12 @@ def _select_plan(op: str, n_rows: int, n_cols: int, elem_bytes: int, device: tor
     in elements: see _vector_align); "tma-stream" rows only where tma (the tensor is _tma_stream_eligible)."""
     sm_count, l2_bytes = _sm_count(device), _l2_bytes(device)
     whole_vectors = align * elem_bytes == 16
+    view_rows = n_cols * elem_bytes % TMA_VIEW_ROW_BYTES == 0
     for plan in SOFTMAX_PLANS:
         if (plan.op == op and n_cols <= plan.max_cols and n_rows >= plan.min_rows_per_sm * sm_count
                 and plan.elem_bytes in (0, elem_bytes) and l2_bytes >= plan.min_l2_bytes
                 and not (plan.whole_vectors and not whole_vectors) and not (plan.partial_vectors and whole_vectors)
-                and (tma or plan.path != "tma-stream")):
+                and not (plan.view_rows and not view_rows) and (tma or plan.path != "tma-stream")):
             return plan
     raise LookupError(f"SOFTMAX_PLANS has no {op} row for shape ({n_rows}, {n_cols}), {elem_bytes}-byte elements")
 
@@ -2143,7 +2167,8 @@ def _run_forward_plan(y, x, plan, align):
         _forward_exchange(y, x, plan.block_size, plan.num_warps, plan.programs_per_sm, align)
     elif plan.path == "tma-stream":
         _gluon_softmax().tma_stream_forward(y, x, plan.rows_per_program, plan.num_warps, plan.segment_bytes,
-                                            _max_polls(), plan.tile_loop, launch=_launch)
+                                            _max_polls(), plan.tile_loop, launch=_launch,
+                                            programs_per_sm=plan.programs_per_sm)
     else:
         _forward_tile_stream(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm, plan.segment_bytes,
                              align, plan.unroll, log2, one_warp_from=plan.one_warp_from,

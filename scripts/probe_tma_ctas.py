@@ -9,6 +9,7 @@ twice the segments a row. The kernels are the product's; only the launch differs
 float64 first (probe_trials.ab_trials; a ratio over 1: the variant is faster than the dispatcher).
 
     python scripts/probe_tma_ctas.py [forward] [backward] [wide]   # on a Hopper GPU; $OUT/probe_tma_ctas.json
+    AB_BEFORE=before_sm.py python scripts/probe_tma_ctas.py table  # the table against an older triton_softmax.py
 """
 import sys
 from pathlib import Path
@@ -62,6 +63,22 @@ BACKWARD = [(131072, "float32"), (1048576, "float32"), (1048576, "float16")]
 WIDE_SHAPES = [(65536, "float16"), (65536, "bfloat16"), (777777, "float16"), (777777, "float32")]
 FORWARD_LAUNCHES = ((1, 14, True), (2, 7, True), (2, 7, False), (3, 4, True))
 
+def capped_forward(k: int, slots: int):
+    """The product's launch of k programs an SM of slots tiles each, as a tile loop (registers capped at the share)."""
+    def run(x: torch.Tensor) -> torch.Tensor:
+        y = torch.empty_like(x)
+        gs.tma_stream_forward(y, x, 4, 8, slots * TILE_BYTES, MAX_POLLS, True, programs_per_sm=k)
+        return y
+    return run
+
+
+# "table": the working tree's table (round 113) against the module at AB_BEFORE, at every sweep shape whose launch it
+# changed; then the launches at shapes left as they were: 65,536 (the tile kernel) and fp32 524,288 (one program)
+CHANGED = [(100000, "float16"), (100001, "float16"), (100001, "bfloat16"), (131072, "float16"), (262144, "bfloat16"),
+           (524288, "float16"), (777777, "float16"), (1048576, "bfloat16"), (100000, "float32"), (100001, "float32"),
+           (131072, "float32"), (262144, "float32")]
+LEFT = [(65536, "float16"), (65536, "bfloat16"), (65536, "float32"), (524288, "float32")]
+
 if __name__ == "__main__":
     warm_up_gpu()
     print(torch.cuda.get_device_name(), flush=True)
@@ -77,4 +94,11 @@ if __name__ == "__main__":
         for k, slots in ((2, 3),):
             ab_trials(f"backward {k} programs an SM x {slots} slots a tensor", backward(k, slots), BACKWARD, results,
                       baseline=sm.softmax_backward, trials=3, case=backward_case)
+    if "table" in which:
+        from probe_trials import before_module  # noqa: E402
+        ab_trials("table of round 113 against the one before", sm.softmax_forward, CHANGED, results,
+                  baseline=before_module().softmax_forward, trials=3)
+        for k, slots in ((3, 4), (2, 7)):
+            ab_trials(f"forward {k} programs an SM x {slots} slots (tile loop, capped)", capped_forward(k, slots), LEFT,
+                      results, trials=3)
     save_results("probe_tma_ctas.json", results)

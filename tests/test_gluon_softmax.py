@@ -27,31 +27,40 @@ gs = importlib.import_module("kernels.gluon_softmax")
 DEVICE = torch.device("cpu" if INTERPRETING else "cuda")
 HOPPER = not INTERPRETING and torch.cuda.get_device_capability()[0] >= 9
 on_hopper = pytest.mark.skipif(not HOPPER, reason="Gluon's TMA kernel runs only on a GPU of compute capability >= 9.0")
-TMA_PLAN = next(plan for plan in sm.SOFTMAX_PLANS if plan.path == "tma-stream" and plan.elem_bytes == 4)
-LOOP_PLAN = next(plan for plan in sm.SOFTMAX_PLANS if plan.path == "tma-stream" and plan.tile_loop)
+TMA_PLAN = next(plan for plan in sm.SOFTMAX_PLANS if plan.path == "tma-stream" and plan.elem_bytes == 4
+                and plan.programs_per_sm == 1)
 ATOL, RTOL = FORWARD_TOL[torch.float32]
 
 
+def forward_launch(plan) -> tuple:
+    """A forward tma-stream row's launch: (programs an SM, slots of 16 KB, tile loop)."""
+    return plan.path, plan.programs_per_sm, plan.segment_bytes // 16384, plan.tile_loop
+
+
 def test_the_forward_rows_by_type_and_vectors():
-    """The forward's tma-stream rows serve float32 rows of any length past 65,536 columns, and 2-byte rows of partial
-    vectors of 65,537-131,072 columns with 2 rows an SM or more (as a tile loop), only where the caller says the
-    tensor is eligible; without that (the interpreter, other tensors) the same shapes take tile-stream or tile."""
-    assert (TMA_PLAN.op, TMA_PLAN.whole_vectors, TMA_PLAN.segment_bytes, TMA_PLAN.tile_loop) == (
-        "forward", False, gs.SEGMENT_BYTES, False)
-    assert (LOOP_PLAN.op, LOOP_PLAN.elem_bytes, LOOP_PLAN.partial_vectors, LOOP_PLAN.max_cols) == (
-        "forward", 2, True, 131072)
-    for n_rows, n_cols, align in ((1, 65540, 4), (128, 1 << 20, 4), (10**6, 262144, 4), (1342, 100001, 1),
-                                  (172, 777777, 1)):
-        assert sm._select_plan("forward", n_rows, n_cols, 4, DEVICE, align, True) == TMA_PLAN
-        assert sm._select_plan("forward", n_rows, n_cols, 4, DEVICE, align).path == "tile-stream"
-    assert sm._select_plan("forward", 10**6, 65536, 4, DEVICE, 4, True).path != "tma-stream"
+    """The forward's tma-stream rows (round 113): rows of whole view rows take 3 programs an SM of 4 slots, others 2
+    of 7, both as a tile loop, for float32 rows of 65,537-262,144 columns and 2-byte rows past 65,536 (of 65,537-131,072
+    only with 2 rows an SM or more: the case measured); float32 rows past 262,144 take one program of 14 slots,
+    unrolled. Only where the caller says the tensor is eligible: without that (the interpreter, other tensors) the
+    same shapes take tile-stream or tile."""
+    assert gs.VIEW_ROW_BYTES[0] == sm.TMA_VIEW_ROW_BYTES
     many = 2 * sm._sm_count(DEVICE)
-    assert sm._select_plan("forward", many, 100001, 2, DEVICE, 1, True) == LOOP_PLAN
-    assert sm._select_plan("forward", many, 100001, 2, DEVICE, 1).path == "tile"
-    assert sm._select_plan("forward", many, 100000, 2, DEVICE, 8, True).path == "tile"  # whole vectors: not measured
-    assert sm._select_plan("forward", many - 1, 100001, 2, DEVICE, 1, True).path == "tile-stream"  # few rows: same
-    assert sm._select_plan("forward", many, 131073, 2, DEVICE, 1, True).path == "tile-stream"  # 777,777 lost
-    assert sm._select_plan("forward", 128, 1 << 20, 2, DEVICE, 8, True).path == "tile-stream"  # 2-byte rows lost
+    three, two, one = ("tma-stream", 3, 4, True), ("tma-stream", 2, 7, True), ("tma-stream", 1, 14, False)
+    for n_rows, n_cols, elem_bytes, align, launch, without in (
+            (1024, 131072, 4, 4, three, "tile-stream"), (512, 262144, 4, 4, three, "tile-stream"),
+            (1, 65664, 4, 4, three, "tile-stream"), (1342, 100000, 4, 4, two, "tile-stream"),
+            (1342, 100001, 4, 1, two, "tile-stream"), (32, 65540, 4, 4, two, "tile-stream"),
+            (256, 524288, 4, 4, one, "tile-stream"), (128, 1 << 20, 4, 4, one, "tile-stream"),
+            (172, 777777, 4, 1, one, "tile-stream"), (10**6, 262400, 4, 4, one, "tile-stream"),
+            (many, 131072, 2, 8, three, "tile"), (many, 100000, 2, 8, two, "tile"), (many, 100001, 2, 1, two, "tile"),
+            (many, 65792, 2, 8, three, "tile"), (128, 1 << 20, 2, 8, three, "tile-stream"),
+            (172, 777777, 2, 1, two, "tile-stream"), (512, 262144, 2, 8, three, "tile-stream"),
+            (many - 1, 100001, 2, 1, two, "tile-stream")):
+        plan = sm._select_plan("forward", n_rows, n_cols, elem_bytes, DEVICE, align, True)
+        assert forward_launch(plan) == launch, (n_rows, n_cols, elem_bytes, plan)
+        assert sm._select_plan("forward", n_rows, n_cols, elem_bytes, DEVICE, align).path == without
+    for elem_bytes in (2, 4):  # rows of up to 65,536 columns keep the tile kernel
+        assert sm._select_plan("forward", 10**6, 65536, elem_bytes, DEVICE, 16 // elem_bytes, True).path == "tile"
 
 
 def test_the_backward_rows_by_l2_and_type():
@@ -131,10 +140,11 @@ from triton.backends.compiler import GPUTarget
 from triton.experimental.gluon._runtime import GluonASTSource
 import kernels.triton_softmax as sm
 import kernels.gluon_softmax as gs
-op, dtype, loose_rows = sys.argv[1], sys.argv[2], sys.argv[3] == "loose"
+op, dtype, loose_rows, programs = sys.argv[1], sys.argv[2], sys.argv[3] == "loose", int(sys.argv[4])
 elem = 4 if dtype == "fp32" else 2
 plan = next(plan for plan in sm.SOFTMAX_PLANS if plan.path == "tma-stream" and plan.op == op
-            and plan.elem_bytes in (0, elem))
+            and plan.elem_bytes in (0, elem) and plan.programs_per_sm == programs)
+maxnreg = plan.maxnreg or gs._register_share(programs, plan.num_warps)
 tile, width = plan.num_warps * 32 * plan.rows_per_program * 16 // elem, 512 // elem
 layout = f"NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth={8 * elem}, rank=2)"
 desc, pointer = f"tensordesc<{dtype}[{tile // width},{width}],{layout}>", "*" + dtype
@@ -151,12 +161,14 @@ else:
                  "dy_desc": desc, **scalars}
     kernel_fn, slots, aligned = gs._tma_stream_bwd_kernel, plan.segment_bytes // 2 // (tile * elem), (0, 1, 2, 5)
     kind = dict(ALIGN=16 // elem)
-constexprs = dict(TILE=tile, SLOTS=slots, VEC=16 // elem, SEGMENTS_BLOCK=32, NUM_WARPS=plan.num_warps, **kind)
+# more programs an SM cut rows in more segments: a wider slot vector
+constexprs = dict(TILE=tile, SLOTS=slots, VEC=16 // elem, SEGMENTS_BLOCK=32 if programs == 1 else 64,
+                  NUM_WARPS=plan.num_warps, **kind)
 signature.update(dict.fromkeys(constexprs, "constexpr"))
 kernel = triton.compile(GluonASTSource(fn=kernel_fn, signature=signature, constexprs=constexprs,
                                        attrs={(i,): [["tt.divisibility", 16]] for i in aligned}),
                         target=GPUTarget("cuda", 90, 32),
-                        options={"num_warps": plan.num_warps, **({"maxnreg": plan.maxnreg} if plan.maxnreg else {})})
+                        options={"num_warps": plan.num_warps, **({"maxnreg": maxnreg} if maxnreg else {})})
 cuobjdump = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
 with tempfile.NamedTemporaryFile(suffix=".cubin") as cubin:
     cubin.write(kernel.asm["cubin"])
@@ -165,29 +177,36 @@ with tempfile.NamedTemporaryFile(suffix=".cubin") as cubin:
     sass = subprocess.run([str(cuobjdump), "-sass", cubin.name], capture_output=True, text=True).stdout
 facts = dict(re.findall(r"(REG|STACK|LOCAL):(\\d+)", usage))
 print(facts["REG"], facts["STACK"], facts["LOCAL"], kernel.metadata.shared, sass.count("UTMALDG"),
-      sass.count("STG.E.128"), constexprs["SLOTS"], int(plan.tile_loop))
+      sass.count("STG.E.128"), constexprs["SLOTS"], int(plan.tile_loop), maxnreg or 255,
+      plan.segment_bytes // (tile * elem))
 """
 
 
-@pytest.mark.parametrize("op,dtype,rows", [("forward", "fp32", "whole"), ("forward", "fp32", "loose"),
-                                           ("forward", "fp16", "loose"), ("backward", "fp32", "whole"),
-                                           ("backward", "fp16", "whole")])
-def test_tma_stream_compiles_for_hopper_without_spills(op, dtype, rows):
+@pytest.mark.parametrize("op,dtype,rows,programs", [
+    ("forward", "fp32", "whole", 1), ("forward", "fp32", "loose", 1), ("forward", "fp32", "whole", 3),
+    ("forward", "fp32", "loose", 2), ("forward", "fp16", "whole", 3), ("forward", "fp16", "loose", 2),
+    ("backward", "fp32", "whole", 1), ("backward", "fp16", "whole", 1)])
+def test_tma_stream_compiles_for_hopper_without_spills(op, dtype, rows, programs):
     """The table's launches compile for sm_90 with nothing spilled, within a Hopper program's 227 KB of shared memory,
-    one TMA load a tile of each tensor (for the first item, and for the next as each slot frees; a tile loop has
-    one for the first item's tiles a slot and one in each pass's loop), 16-byte stores; for the forward, with and
-    without the block of loose elements (rows of partial vectors, or a tail past the last whole view row). The
-    unrolled forward may ask for an item's last tile apart (round 111): one box, or a loop of part boxes and one of
-    boxes aimed out of the tensor, in two places (the first item, the next), each place's loops to 1-8 loads."""
+    and, where several programs share an SM (round 113), within its share of the SM's registers (the launch's cap)
+    and of its shared memory; one TMA load a tile of each tensor (for the first item, and for the next as each slot
+    frees; a tile loop has one for the first item's tiles a slot and one in each pass's loop), 16-byte stores; for
+    the forward, with and without the block of loose elements (rows of partial vectors, or a tail past the last
+    whole view row). The unrolled forward may ask for an item's last tile apart (round 111): one box, or a loop of
+    part boxes and one of boxes aimed out of the tensor, in two places (the first item, the next), each place's loops
+    to 1-8 loads."""
     env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-c", HOPPER_COMPILE, op, dtype, rows], env=env, capture_output=True,
-                          text=True, timeout=600, cwd=Path(__file__).resolve().parent.parent)
+    done = subprocess.run([sys.executable, "-c", HOPPER_COMPILE, op, dtype, rows, str(programs)], env=env,
+                          capture_output=True, text=True, timeout=600, cwd=Path(__file__).resolve().parent.parent)
     assert done.returncode == 0, done.stderr[-2000:]
-    registers, stack, local, shared, tma_loads, vector_stores, slots, tile_loop = map(int, done.stdout.split())
+    registers, stack, local, shared, tma_loads, vector_stores, slots, tile_loop, cap, planned = map(
+        int, done.stdout.split())
     assert stack == 0 and local == 0, done.stdout  # spills would show as stack or local memory
-    assert 0 < registers <= 255 and shared <= 227 * 1024
+    assert 0 < registers <= cap and shared <= 227 * 1024
+    assert programs * (shared + gs.PROGRAM_RESERVED_BYTES) <= gs.SM_SHARED_BYTES, done.stdout
+    assert programs * registers * plan_warps(op, programs) * 32 <= gs.SM_REGISTERS, done.stdout
     tensors = 1 if op == "forward" else 2
-    assert slots == 14 // tensors
+    assert slots == planned // tensors and slots * tensors * programs <= 14
     if op == "backward":
         assert tma_loads == 2 * tensors * slots and vector_stores >= slots, done.stdout
     elif tile_loop:
@@ -195,6 +214,14 @@ def test_tma_stream_compiles_for_hopper_without_spills(op, dtype, rows):
     else:
         whole_tiles = 2 * (slots - 1) + 2
         assert whole_tiles + 2 <= tma_loads <= whole_tiles + 16 and vector_stores >= slots, done.stdout
+
+
+def plan_warps(op: str, programs: int) -> int:
+    """Warps of the table's tma-stream launches of op with programs an SM (one value for all of them)."""
+    warps = {plan.num_warps for plan in sm.SOFTMAX_PLANS
+             if plan.path == "tma-stream" and plan.op == op and plan.programs_per_sm == programs}
+    assert len(warps) == 1, warps
+    return warps.pop()
 
 
 def forward_checked(x: torch.Tensor, expect_tma: bool) -> None:
