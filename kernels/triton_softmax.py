@@ -27,9 +27,10 @@ Paths (see notes/kernels.md for the memory-traffic reasoning and the measurement
              for the tile one step ahead (TILE_STREAM_PREFETCH); rows that start off a 128-byte
              line are read from that line's start (_line_bases).
   stream   - the backward's "tile-stream": per-lane partials and software-pipelined loads.
-  tma-stream - tile-stream (forward: float32 rows, and 2-byte rows of partial vectors up to 131,072 columns) and
-             stream (backward, all three types) on a GPU of compute capability 9.0 or more, each segment held in shared memory, loaded by the TMA (kernels/gluon_softmax.py,
-             in Gluon; imported only when launched; the interpreter takes tile-stream and stream instead).
+  tma-stream - tile-stream (forward: float32 rows past 65,536 columns, 2-byte rows past 65,536) and stream
+             (backward, all three types) on a GPU of compute capability 9.0 or more, each segment held in
+             shared memory, loaded by the TMA, one to three programs an SM (kernels/gluon_softmax.py, in
+             Gluon; imported only when launched; the interpreter takes tile-stream and stream instead).
 
 Nothing here touches a device at import time.
 """
@@ -1470,16 +1471,20 @@ TMA_VIEW_ROW_BYTES = 512
 # fp32 100,000 -0.8%. Without the 192 KB cut, 224 KB segments gained nothing there: the segment's length is what
 # counts. Longer ones lost on the H200 wherever a segment grew: forward 288-384 KB -4% to -15%, backward 320-512 KB
 # -2% to -18% (round 91, ...-h200-trials-longer-segments.json), so 256 KB is its optimum from both sides.
-# Since round 113 (notes/probes/2026-11-26-h{200,100}-tma-ctas*.json) tma-stream runs several programs an SM, each
-# with fewer slots, so that one program's first pass and wait overlap another's second pass and loads (one program an
-# SM did the three one after another): 3 programs of 4 slots (64 KB) for rows of whole view rows, 2 of 7 (112 KB) for
-# the others (3 of 4 cut those in segments of 3 tiles and lost 18-29%), as a tile loop. Against the dispatcher before
-# it, three fresh inputs a shape (H100 | H200): 2-byte 131,072 +3.7% | +16.7%, 262,144 +8.9-10.9% | +26.8-28.3%, 1M
-# +6.9% | +24.6%, 100,000 (2 of 7) +5.6% | +0.7%, 777,777 (2 of 7) +7.3% | not run; fp32 131,072 +6.2% | +8.2%,
-# 262,144 +5.7% | +6.0%, 100,000 (2 of 7) +5.9% | +10.4%. fp32 rows of 4 MB (1M) lost 1.5-4% with more programs (38-64
-# segments a row), and 777,777 2-4%, so fp32 rows past 262,144 keep one program of 14 slots. The launch caps a
-# thread's registers at its share of the SM (gluon_softmax._register_share), so that the grid is resident: four
-# programs of 3 slots, uncapped, left some out and ran 1,000 times slower on their siblings' polls.
+# Since rounds 113-114 (notes/probes/2026-11-26-h{200,100}-tma-ctas*.json) tma-stream runs several programs an SM,
+# each with fewer slots, so that one program's first pass and wait overlap another's second pass and loads (one
+# program an SM did the three one after another): 3 programs of 4 slots (64 KB) for rows of whole view rows, 2 of 7
+# (112 KB) for the others (3 of 4 cut those in segments of 3 tiles and lost 18-29%), as a tile loop. The table against
+# the one before, three fresh inputs a shape (H100 | H200): 2-byte 131,072 +4.3% | +10.8%, 262,144 +10.7% | +13.9%,
+# 524,288 +12.5% | +17.1%, 777,777 (2 of 7) +7.3% | +10.2%, 1M +8.8% | +13.7%; fp32 100,000 and 100,001 (2 of 7)
+# +4.9-5.6% | +7.4-7.9%, 131,072 +5.9% | +6.8%, 262,144 +5.3% | +7.2%, and 524,288 +5.2% | +4.6% with 3 of 4 against
+# one program. On the H200 (L2 of 60 MB) 2-byte rows of 65,537-131,072 that are not whole view rows keep their rows
+# before: 2 of 7 ran 100,000 at 0.99-1.01x of the tile kernel and 100,001 at 0.95x of one program, where the H100
+# gained 5.9% and 4.3-4.8%. fp32 rows of 4 MB (1M) lost 1.5-4% with more programs (38-64 segments a row), and 777,777
+# 2-4%, so fp32 rows past 524,288 keep one program of 14 slots. At 65,536 3 of 4 gained only 0.2-1.5% on 2-byte rows
+# (fp32: +3.2% | +0.7%) against the tile kernel, which keeps them (rows of 40,961-65,535 were not measured). The launch
+# caps a thread's registers at its share of the SM (gluon_softmax._register_share), so that the grid is resident:
+# four programs of 3 slots, uncapped, left some out and ran 1,000 times slower on their siblings' polls.
 SOFTMAX_PLANS = (
     #     op          max_cols  min_rows bytes path      rows  block  warps  progs stages segment unroll
     Plan("forward",        64,        0,  0, "rows",      64,     0,     4,    0),
@@ -1513,13 +1518,17 @@ SOFTMAX_PLANS = (
     Plan("forward",     65536,        2,  0, "tile",       2,     0,    32,    1,    0,      0, 4, True),
     Plan("forward",    131072,        2,  2, "tma-stream", 4,    0,     8,    3,    0,  65536, tile_loop=True,
          view_rows=True),
+    Plan("forward",    131072,        2,  2, "tile",       2,     0,    32,    1,    0,      0, 2, True,
+         min_l2_bytes=L2_60_MB),
+    Plan("forward",    131072,        2,  2, "tma-stream", 4,    0,     8,    1,    0, 229376, partial_vectors=True,
+         tile_loop=True, min_l2_bytes=L2_60_MB),
     Plan("forward",    131072,        2,  2, "tma-stream", 4,    0,     8,    2,    0, 114688, tile_loop=True),
     Plan("forward",    131072,        2,  2, "tile",       2,     0,    32,    1,    0,      0, 2, True),
     Plan("forward",    131072,        2,  2, "tile",       2,     0,    32,    1,    0,      0, 2, partial_vectors=True,
          edges_apart=True),
     Plan("forward",     65536,        2,  4, "tile",       2,     0,    32,    1,    0,      0, 2, partial_vectors=True),
     Plan("forward",     65536,        0,  4, "exchange",   0,  4096,     8,    4),
-    Plan("forward",    262144,        0,  4, "tma-stream", 4,    0,     8,    3,    0,  65536, tile_loop=True,
+    Plan("forward",    524288,        0,  4, "tma-stream", 4,    0,     8,    3,    0,  65536, tile_loop=True,
          view_rows=True),
     Plan("forward",    262144,        0,  4, "tma-stream", 4,    0,     8,    2,    0, 114688, tile_loop=True),
     Plan("forward",  math.inf,        0,  4, "tma-stream", 4,    0,     8,    1,    0, 229376),

@@ -38,26 +38,32 @@ def forward_launch(plan) -> tuple:
 
 
 def test_the_forward_rows_by_type_and_vectors():
-    """The forward's tma-stream rows (round 113): rows of whole view rows take 3 programs an SM of 4 slots, others 2
-    of 7, both as a tile loop, for float32 rows of 65,537-262,144 columns and 2-byte rows past 65,536 (of 65,537-131,072
-    only with 2 rows an SM or more: the case measured); float32 rows past 262,144 take one program of 14 slots,
-    unrolled. Only where the caller says the tensor is eligible: without that (the interpreter, other tensors) the
-    same shapes take tile-stream or tile."""
+    """The forward's tma-stream rows (rounds 113-114): rows of whole view rows take 3 programs an SM of 4 slots, others
+    2 of 7, both as a tile loop, for float32 rows of 65,537-524,288 columns (2 of 7: to 262,144) and 2-byte rows past
+    65,536 (of 65,537-131,072 only with 2 rows an SM or more: the case measured; on an L2 of 60 MB, the H200, those
+    not of whole view rows keep the tile kernel or one program of 14 slots); float32 rows past that take one program
+    of 14 slots, unrolled. Only where the caller says the tensor is eligible: without that (the interpreter, other
+    tensors) the same shapes take tile-stream or tile."""
     assert gs.VIEW_ROW_BYTES[0] == sm.TMA_VIEW_ROW_BYTES
     many = 2 * sm._sm_count(DEVICE)
+    big_l2 = sm._l2_bytes(DEVICE) >= sm.L2_60_MB  # the H200; else (the interpreter too) the H100's rows
     three, two, one = ("tma-stream", 3, 4, True), ("tma-stream", 2, 7, True), ("tma-stream", 1, 14, False)
+    one_loop, tile = ("tma-stream", 1, 14, True), ("tile", 1, 0, False)
     for n_rows, n_cols, elem_bytes, align, launch, without in (
             (1024, 131072, 4, 4, three, "tile-stream"), (512, 262144, 4, 4, three, "tile-stream"),
-            (1, 65664, 4, 4, three, "tile-stream"), (1342, 100000, 4, 4, two, "tile-stream"),
-            (1342, 100001, 4, 1, two, "tile-stream"), (32, 65540, 4, 4, two, "tile-stream"),
-            (256, 524288, 4, 4, one, "tile-stream"), (128, 1 << 20, 4, 4, one, "tile-stream"),
-            (172, 777777, 4, 1, one, "tile-stream"), (10**6, 262400, 4, 4, one, "tile-stream"),
-            (many, 131072, 2, 8, three, "tile"), (many, 100000, 2, 8, two, "tile"), (many, 100001, 2, 1, two, "tile"),
-            (many, 65792, 2, 8, three, "tile"), (128, 1 << 20, 2, 8, three, "tile-stream"),
-            (172, 777777, 2, 1, two, "tile-stream"), (512, 262144, 2, 8, three, "tile-stream"),
-            (many - 1, 100001, 2, 1, two, "tile-stream")):
+            (1, 65664, 4, 4, three, "tile-stream"), (256, 524288, 4, 4, three, "tile-stream"),
+            (1342, 100000, 4, 4, two, "tile-stream"), (1342, 100001, 4, 1, two, "tile-stream"),
+            (32, 65540, 4, 4, two, "tile-stream"), (128, 1 << 20, 4, 4, one, "tile-stream"),
+            (172, 777777, 4, 1, one, "tile-stream"), (10**6, 524800, 4, 4, one, "tile-stream"),
+            (10**6, 262148, 4, 4, one, "tile-stream"),
+            (many, 131072, 2, 8, three, "tile"), (many, 65792, 2, 8, three, "tile"),
+            (many, 100000, 2, 8, tile if big_l2 else two, "tile"),
+            (many, 100001, 2, 1, one_loop if big_l2 else two, "tile"),
+            (128, 1 << 20, 2, 8, three, "tile-stream"), (172, 777777, 2, 1, two, "tile-stream"),
+            (512, 262144, 2, 8, three, "tile-stream"), (many - 1, 100001, 2, 1, two, "tile-stream")):
         plan = sm._select_plan("forward", n_rows, n_cols, elem_bytes, DEVICE, align, True)
-        assert forward_launch(plan) == launch, (n_rows, n_cols, elem_bytes, plan)
+        launch_made = forward_launch(plan) if plan.path == "tma-stream" else (plan.path, 1, 0, False)
+        assert launch_made == launch, (n_rows, n_cols, elem_bytes, plan)
         assert sm._select_plan("forward", n_rows, n_cols, elem_bytes, DEVICE, align).path == without
     for elem_bytes in (2, 4):  # rows of up to 65,536 columns keep the tile kernel
         assert sm._select_plan("forward", 10**6, 65536, elem_bytes, DEVICE, 16 // elem_bytes, True).path == "tile"
@@ -250,13 +256,16 @@ def long_rows(n_rows: int, n_cols: int, seed: int = 0, dtype: torch.dtype = torc
 # tile starts exactly at the last whole view row: a box wholly past the descriptor, which the TMA fills with zeros);
 # 2-byte rows of partial vectors on the tile loop: 300 x 100,001 fp16, 300 x 65,537 bf16; even segments (round 108) of
 # rows that start inside view rows, with more items than SMs: 300 x 100,000 (two of 50,000), 40 x 777,777 (14 a row).
+# Several programs an SM (round 114): 200 x 131,072 bf16 (3 of 4 slots, more items than programs), 8 x 777,777 fp16
+# (2 of 7, partial vectors), 4 x 524,288 fp32 (3 of 4, 32 segments a row), 300 x 100,000 fp16 (2 of 7 on the H100).
 @on_hopper
 @pytest.mark.parametrize("n_rows,n_cols,dtype", [
     (32, 65540, torch.float32), (2, 100000, torch.float32), (2, 262144, torch.float32), (300, 131072, torch.float32),
     (16, 524292, torch.float32), (1, 1 << 20, torch.float32), (3, 100001, torch.float32),
     (5, 777777, torch.float32), (7, 65541, torch.float32), (1, 200003, torch.float32), (1, 122885, torch.float32),
     (300, 100001, torch.float16), (300, 65537, torch.bfloat16), (300, 100000, torch.float32),
-    (40, 777777, torch.float32)], ids=str)
+    (40, 777777, torch.float32), (200, 131072, torch.bfloat16), (8, 777777, torch.float16),
+    (4, 524288, torch.float32), (300, 100000, torch.float16)], ids=str)
 def test_tma_stream_matches_float64(n_rows, n_cols, dtype):
     forward_checked(long_rows(n_rows, n_cols, dtype=dtype), expect_tma=True)
 
@@ -277,14 +286,30 @@ def test_tma_stream_masks_and_extremes(n_cols):
 
 
 @on_hopper
-@pytest.mark.parametrize("n_cols", [1 << 20, 777777])
-def test_tma_stream_computes_partials_its_siblings_have_not_published(n_cols):
+@pytest.mark.parametrize("n_cols,programs,slots,tile_loop", [(1 << 20, 1, 14, False), (777777, 1, 14, False),
+                                                             (1 << 20, 3, 4, True), (777777, 2, 7, True)])
+def test_tma_stream_computes_partials_its_siblings_have_not_published(n_cols, programs, slots, tile_loop):
     """With no wait at all (max_polls 0) a program computes every missing sibling's partial from global memory, the
-    path that keeps a grid that is not co-resident from waiting forever: the output is the same softmax."""
+    path that keeps a grid that is not co-resident from waiting forever: the output is the same softmax, with one
+    program an SM and with several (more segments a row, registers capped)."""
     x = long_rows(3, n_cols, seed=2)
     y = torch.empty_like(x)
-    gs.tma_stream_forward(y, x, TMA_PLAN.rows_per_program, TMA_PLAN.num_warps, TMA_PLAN.segment_bytes, 0)
+    gs.tma_stream_forward(y, x, TMA_PLAN.rows_per_program, TMA_PLAN.num_warps, slots * 16384, 0, tile_loop,
+                          programs_per_sm=programs)
     torch.testing.assert_close(y.double(), torch.softmax(x.double(), -1), atol=ATOL, rtol=RTOL)
+
+
+def test_several_programs_an_sm_share_its_registers_and_shared_memory():
+    """Round 113: programs_per_sm programs cap a thread's registers at their share of the SM's 64K (in ptxas's steps
+    of 8), and a launch whose slots do not fit the SM's shared memory together is refused before anything runs."""
+    assert [gs._register_share(k, 8) for k in (1, 2, 3, 4)] == [0, 128, 80, 64]
+    assert gs._register_share(2, 16) == 64
+    x = torch.randn(2, 131072)
+    for programs, slots in ((2, 8), (3, 5), (4, 4)):
+        with pytest.raises(ValueError, match="do not fit"):
+            gs._launch_shape(x, 4, 8, slots * 16384, 128, programs_per_sm=programs)
+    with pytest.raises(ValueError, match="do not fit"):  # the backward holds two tensors' slots
+        gs._launch_shape(x, 4, 8, 7 * 16384, 128, programs_per_sm=2, tensors=2)
 
 
 @on_hopper
