@@ -10,6 +10,7 @@ float64 first (probe_trials.ab_trials; a ratio over 1: the variant is faster tha
 
     python scripts/probe_tma_ctas.py [forward] [backward] [wide]   # on a Hopper GPU; $OUT/probe_tma_ctas.json
     AB_BEFORE=before_sm.py python scripts/probe_tma_ctas.py table  # the table against an older triton_softmax.py
+    python scripts/probe_tma_ctas.py h200-rows                     # launches at the H200's rows still short
 """
 import sys
 from pathlib import Path
@@ -101,4 +102,9 @@ if __name__ == "__main__":
         for k, slots in ((3, 4), (2, 7)):
             ab_trials(f"forward {k} programs an SM x {slots} slots (tile loop, capped)", capped_forward(k, slots), LEFT,
                       results, trials=3)
+    if "h200-rows" in which:  # for the next round: the H200's rows the table left short
+        for label, variant in (("1 x 14 tile loop", capped_forward(1, 14)), ("2 x 7 tile loop", capped_forward(2, 7)),
+                               ("2 x 7 unrolled", forward(2, 7, False))):
+            ab_trials(f"forward {label}", variant, [(100000, "float16"), (100001, "bfloat16"), (524288, "float32"),
+                                                    (777777, "float32")], results, trials=3)
     save_results("probe_tma_ctas.json", results)
