@@ -11,6 +11,7 @@ float64 first (probe_trials.ab_trials; a ratio over 1: the variant is faster tha
     python scripts/probe_tma_ctas.py [forward] [backward] [wide]   # on a Hopper GPU; $OUT/probe_tma_ctas.json
     AB_BEFORE=before_sm.py python scripts/probe_tma_ctas.py table  # the table against an older triton_softmax.py
     python scripts/probe_tma_ctas.py h200-rows                     # launches at the H200's rows still short
+    python scripts/probe_tma_ctas.py fewer-segments                # odd rows in the fewest segments that fit
 """
 import sys
 from pathlib import Path
@@ -80,6 +81,32 @@ CHANGED = [(100000, "float16"), (100001, "float16"), (100001, "bfloat16"), (1310
            (131072, "float32"), (262144, "float32")]
 LEFT = [(65536, "float16"), (65536, "bfloat16"), (65536, "float32"), (524288, "float32")]
 
+def fewest_segments(n_cols: int, tile: int, segment_bytes: int, elem_bytes: int, width: int) -> tuple:
+    """gs._segments, but rows that do not start on a view row take as few segments as fit their slots wherever in a
+    view row a segment starts (most tiles less width - 1 columns), not as many as most - 1 whole tiles would."""
+    if n_cols % width == 0:
+        return SEGMENTS(n_cols, tile, segment_bytes, elem_bytes, width)
+    most, vec = max(1, segment_bytes // (tile * elem_bytes)), 16 // elem_bytes
+    room = (most * tile - (width - 1)) // vec * vec
+    n_segments = -(-n_cols // room)
+    segment_cols = -(-(-(-n_cols // n_segments)) // vec) * vec
+    return n_segments, segment_cols, -(-(segment_cols + width - 1) // tile)
+
+
+SEGMENTS = gs._segments
+
+
+def with_fewest_segments(run):
+    """run with gs._segments replaced by fewest_segments for the call."""
+    def patched(*args):
+        gs._segments = fewest_segments
+        try:
+            return run(*args)
+        finally:
+            gs._segments = SEGMENTS
+    return patched
+
+
 if __name__ == "__main__":
     warm_up_gpu()
     print(torch.cuda.get_device_name(), flush=True)
@@ -107,4 +134,13 @@ if __name__ == "__main__":
                                ("2 x 7 unrolled", forward(2, 7, False))):
             ab_trials(f"forward {label}", variant, [(100000, "float16"), (100001, "bfloat16"), (524288, "float32"),
                                                     (777777, "float32")], results, trials=3)
+    if "fewer-segments" in which:  # the table's own launch (2 of 7 on the H100 there), cut in fewer segments
+        ab_trials("table's launch in the fewest segments that fit", with_fewest_segments(sm.softmax_forward),
+                  [(100000, "float16"), (100001, "bfloat16"), (100001, "float16"), (100000, "float32"),
+                   (100001, "float32"), (777777, "float16")], results, trials=3)
+    if "three-fewest" in which:  # 3 of 4 on rows off view rows, cut as _segments does and in the fewest segments
+        odd = [(100000, "float16"), (100001, "bfloat16"), (100000, "float32")]
+        ab_trials("3 x 4 (tile loop, capped)", capped_forward(3, 4), odd, results, trials=3)
+        ab_trials("3 x 4 (tile loop, capped), fewest segments", with_fewest_segments(capped_forward(3, 4)), odd,
+                  results, trials=3)
     save_results("probe_tma_ctas.json", results)
