@@ -12,6 +12,7 @@ float64 first (probe_trials.ab_trials; a ratio over 1: the variant is faster tha
     AB_BEFORE=before_sm.py python scripts/probe_tma_ctas.py table  # the table against an older triton_softmax.py
     python scripts/probe_tma_ctas.py h200-rows                     # launches at the H200's rows still short
     python scripts/probe_tma_ctas.py fewer-segments                # odd rows in the fewest segments that fit
+    python scripts/probe_tma_ctas.py h200-more                     # 4 programs of 3 slots; 3 of 8 narrow tiles
 """
 import sys
 from pathlib import Path
@@ -143,4 +144,14 @@ if __name__ == "__main__":
         ab_trials("3 x 4 (tile loop, capped)", capped_forward(3, 4), odd, results, trials=3)
         ab_trials("3 x 4 (tile loop, capped), fewest segments", with_fewest_segments(capped_forward(3, 4)), odd,
                   results, trials=3)
+    if "h200-more" in which:  # against the table: four programs of 3 slots, and three of 8 half-size tiles (4 warps)
+        def narrow(x: torch.Tensor) -> torch.Tensor:
+            """Three programs an SM of 4 warps, 8 slots of 8 KB tiles each, as a tile loop (registers capped)."""
+            y = torch.empty_like(x)
+            gs.tma_stream_forward(y, x, 4, 4, 8 * TILE_BYTES // 2, MAX_POLLS, True, programs_per_sm=3)
+            return y
+        more = [(65536, "float16"), (131072, "float16"), (262144, "bfloat16"), (1048576, "float16"),
+                (524288, "float32"), (1048576, "float32")]
+        ab_trials("4 x 3 (tile loop, capped)", capped_forward(4, 3), more, results, trials=3)
+        ab_trials("3 x 8 of 8 KB, 4 warps (tile loop, capped)", narrow, more, results, trials=3)
     save_results("probe_tma_ctas.json", results)
