@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import torch
+import triton
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from probe_long_rows import save_results, sm, warm_up_gpu  # noqa: E402
@@ -82,6 +83,9 @@ CHANGED = [(100000, "float16"), (100001, "float16"), (100001, "bfloat16"), (1310
            (131072, "float32"), (262144, "float32")]
 LEFT = [(65536, "float16"), (65536, "bfloat16"), (65536, "float32"), (524288, "float32")]
 
+SEGMENTS = gs._segments  # the product's cut, which with_fewest_segments swaps out for a call
+
+
 def fewest_segments(n_cols: int, tile: int, segment_bytes: int, elem_bytes: int, width: int) -> tuple:
     """gs._segments, but rows that do not start on a view row take as few segments as fit their slots wherever in a
     view row a segment starts (most tiles less width - 1 columns), not as many as most - 1 whole tiles would."""
@@ -89,12 +93,9 @@ def fewest_segments(n_cols: int, tile: int, segment_bytes: int, elem_bytes: int,
         return SEGMENTS(n_cols, tile, segment_bytes, elem_bytes, width)
     most, vec = max(1, segment_bytes // (tile * elem_bytes)), 16 // elem_bytes
     room = (most * tile - (width - 1)) // vec * vec
-    n_segments = -(-n_cols // room)
-    segment_cols = -(-(-(-n_cols // n_segments)) // vec) * vec
-    return n_segments, segment_cols, -(-(segment_cols + width - 1) // tile)
-
-
-SEGMENTS = gs._segments
+    n_segments = triton.cdiv(n_cols, room)
+    segment_cols = triton.cdiv(triton.cdiv(n_cols, n_segments), vec) * vec
+    return n_segments, segment_cols, triton.cdiv(segment_cols + width - 1, tile)
 
 
 def with_fewest_segments(run):
