@@ -217,63 +217,24 @@ def _in_tiles(tile_lo, offsets, vector_starts, first, end, last, VEC: gl.constex
 
 
 @gluon.jit
-def _inside(tile_lo, first, last, TILE: gl.constexpr):
-    """Whether the tile at flat index tile_lo lies wholly inside [first, last), so that every element is the
-    tiles' (_in_tiles, whose last <= end)."""
-    return (tile_lo >= first) & (tile_lo + TILE <= last)
-
-
-@gluon.jit
-def _row_scale(row_sum, dtype: gl.constexpr):
-    """What _normalised divides by row_sum with: log2(row_sum) for 2-byte outputs, 1 / row_sum for float32."""
-    if dtype.primitive_bitwidth == 16:
-        return gl.log2(row_sum)
-    else:
-        return 1.0 / row_sum
-
-
-@gluon.jit
-def _normalised(x, row_max, row_scale, dtype: gl.constexpr):
-    """exp(x - row_max) / row_sum, row_scale from _row_scale. For 2-byte outputs the division is folded into the
-    exponent, exp2((x - row_max) * log2(e) - log2(row_sum)): one multiply an element fewer; its error (|log2 row_sum|
-    <= 31 units of float32 rounding in the exponent, under 3e-6 relative) is far below a 2-byte output's rounding
-    (2^-11 or 2^-8 relative). Float32 keeps the multiply by 1 / row_sum. A fully -inf row gives NaN either way."""
-    if dtype.primitive_bitwidth == 16:
-        return gl.exp2((x - row_max) * LOG2E - row_scale)
-    else:
-        return _exp(x - row_max) * row_scale
-
-
-@gluon.jit
 def _reduce_tile(smem, bars, i, phases, vec_max, vec_sum, tile_start, offsets, vector_starts, first, end, last,
                  dtype: gl.constexpr, TILE: gl.constexpr, VEC: gl.constexpr, LOOSE: gl.constexpr,
-                 layout: gl.constexpr, SPLIT: gl.constexpr):
+                 layout: gl.constexpr):
     """Pass 1 of slot i: wait for its tile and fold the tile's elements (_in_tiles) into the running (max, sum)."""
     mbarrier.wait(bars.index(i), (phases >> i) & 1)
-    tile_lo = tile_start + i * TILE
-    x = _tile(smem, i, dtype, TILE, VEC, layout)
-    # as a loop (SPLIT), the tiles inside (most of them) skip the mask's select an element; _online in each branch, so
-    # that the compiler does not fold the two back into one select. Unrolled, that would double 14 tiles' code.
-    if SPLIT and _inside(tile_lo, first, last, TILE):
-        vec_max, vec_sum = _online(vec_max, vec_sum, x)
-    else:
-        mask = _in_tiles(tile_lo, offsets, vector_starts, first, end, last, VEC, LOOSE)
-        vec_max, vec_sum = _online(vec_max, vec_sum, gl.where(mask, x, float("-inf")))
-    return vec_max, vec_sum
+    mask = _in_tiles(tile_start + i * TILE, offsets, vector_starts, first, end, last, VEC, LOOSE)
+    return _online(vec_max, vec_sum, gl.where(mask, _tile(smem, i, dtype, TILE, VEC, layout), float("-inf")))
 
 
 @gluon.jit
-def _write_tile(output_ptr, smem, i, offsets, vector_starts, row_max, row_scale, tile_start, first, end, last,
+def _write_tile(output_ptr, smem, i, offsets, vector_starts, row_max, inv_row_sum, tile_start, first, end, last,
                 dtype: gl.constexpr, TILE: gl.constexpr, VEC: gl.constexpr, LOOSE: gl.constexpr,
-                layout: gl.constexpr, SPLIT: gl.constexpr):
+                layout: gl.constexpr):
     """Pass 2 of slot i: store the softmax of the tile's elements (_in_tiles)."""
     tile_lo = tile_start + i * TILE
-    y = _normalised(_tile(smem, i, dtype, TILE, VEC, layout), row_max, row_scale, dtype).to(dtype)
-    ptrs = output_ptr + (tile_lo + offsets).to(gl.int64)
-    if SPLIT and _inside(tile_lo, first, last, TILE):  # as _reduce_tile
-        gl.store(ptrs, y)
-    else:
-        gl.store(ptrs, y, mask=_in_tiles(tile_lo, offsets, vector_starts, first, end, last, VEC, LOOSE))
+    y = _exp(_tile(smem, i, dtype, TILE, VEC, layout) - row_max) * inv_row_sum
+    mask = _in_tiles(tile_lo, offsets, vector_starts, first, end, last, VEC, LOOSE)
+    gl.store(output_ptr + (tile_lo + offsets).to(gl.int64), y.to(dtype), mask=mask)
 
 
 @gluon.jit
@@ -336,13 +297,12 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
         if TILE_LOOP:  # pass 1: each tile as it lands
             for t in range(n_tiles):
                 vec_max, vec_sum = _reduce_tile(smem, bars, t, phases, vec_max, vec_sum, tile_start, offsets,
-                                                vector_starts, first, end, last, dtype, TILE, VEC, LOOSE, layout, True)
+                                                vector_starts, first, end, last, dtype, TILE, VEC, LOOSE, layout)
         else:
             for i in gl.static_range(SLOTS):
                 if i < n_tiles:
                     vec_max, vec_sum = _reduce_tile(smem, bars, i, phases, vec_max, vec_sum, tile_start, offsets,
-                                                    vector_starts, first, end, last, dtype, TILE, VEC, LOOSE, layout,
-                                                    False)
+                                                    vector_starts, first, end, last, dtype, TILE, VEC, LOOSE, layout)
         phases = phases ^ ((1 << n_tiles) - 1)
         seg_max, seg_sum = _combine(vec_max, vec_sum)
         if LOOSE > 0:
@@ -352,7 +312,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
             seg_sum = seg_sum * _exp(tiles_max - safe_max) + gl.sum(_exp(loose_x - safe_max), axis=0)
         if n_segments == 1:
             row_max = seg_max
-            row_sum = seg_sum * _exp(seg_max - row_max)  # NaN for a fully -inf row, as in torch
+            inv_row_sum = 1.0 / (seg_sum * _exp(seg_max - row_max))  # NaN for a fully -inf row, as in torch
         else:
             gl.atomic_xchg(slots_ptr + item, _pack(seg_max, seg_sum), sem="relaxed")
             ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, max_polls)
@@ -374,10 +334,9 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
             part_sum = packed.to(gl.int32).to(gl.float32, bitcast=True)
             row_max = gl.max(part_max, axis=0)
             # all -inf parts add 0 * exp(-inf) = 0; a fully -inf row gives NaN, as in torch
-            row_sum = gl.sum(gl.where(in_row, part_sum * _exp(part_max - row_max), 0.0), axis=0)
-        row_scale = _row_scale(row_sum, dtype)
+            inv_row_sum = 1.0 / gl.sum(gl.where(in_row, part_sum * _exp(part_max - row_max), 0.0), axis=0)
         if LOOSE > 0:
-            y_loose = _normalised(loose_x, row_max, row_scale, dtype).to(dtype)
+            y_loose = (_exp(loose_x - row_max) * inv_row_sum).to(dtype)
             gl.store(output_ptr + loose.to(gl.int64), y_loose, mask=loose_mask)
         next_item = item + step
         next_row, next_first, next_end, next_tile_start, next_tiles = _item_span(
@@ -386,8 +345,8 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
             next_tiles = 0
         if TILE_LOOP:  # pass 2, from shared memory; the next item's tile i follows tile i, its last tile comes after
             for t in range(n_tiles):
-                _write_tile(output_ptr, smem, t, offsets, vector_starts, row_max, row_scale, tile_start, first,
-                            end, last, dtype, TILE, VEC, LOOSE, layout, True)
+                _write_tile(output_ptr, smem, t, offsets, vector_starts, row_max, inv_row_sum, tile_start, first,
+                            end, last, dtype, TILE, VEC, LOOSE, layout)
                 if t < next_tiles - APART:
                     _refill(in_desc, smem, bars, t, next_tile_start, TILE, W)
             for t in range(n_tiles, next_tiles - APART):
@@ -395,8 +354,8 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
         else:
             for i in gl.static_range(SLOTS):
                 if i < n_tiles:
-                    _write_tile(output_ptr, smem, i, offsets, vector_starts, row_max, row_scale, tile_start, first,
-                                end, last, dtype, TILE, VEC, LOOSE, layout, False)
+                    _write_tile(output_ptr, smem, i, offsets, vector_starts, row_max, inv_row_sum, tile_start, first,
+                                end, last, dtype, TILE, VEC, LOOSE, layout)
                 if i < next_tiles - APART:
                     _refill(in_desc, smem, bars, i, next_tile_start, TILE, W)
         if APART & (next_tiles > 0):
