@@ -1,0 +1,55 @@
+"""Probe (round 118): tma-stream forward launches of finer tiles for the H100's 2-byte rows still under 90% of copy.
+
+Exploration, not evidence. On the H200, three programs an SM of 8 slots of 8 KB tiles (4 warps) ran 2-byte rows of
+777,777-1M 2.5-5% faster than the table's 3 x 4 of 16 KB (rounds 116-117): a slot is refilled after half the work.
+This times, against the table (the dispatcher), at the H100's 2-byte rows under or on the 90% bar (65,536, 100,000,
+100,001, 777,777) and two controls (524,288, 1M):
+  - 3 x 8 of 8 KB on 4 warps (4 vectors a thread) and on 8 warps (2 vectors a thread);
+  - 2 x 14 of 8 KB on 4 warps (rows off view rows in 2 segments of 13 tiles, where 2 x 7 cuts 3 of 5);
+  - the table's 2 x 7 with an item's last tile asked for in boxes of 8 view rows (part_rows 8; the tile loop keeps
+    one box of 16 KB, a 3-segment 100,000 row's last tile holding 7% of it).
+Three fresh inputs a shape, alternating order, every output checked against float64 first (probe_trials.ab_trials; a
+ratio over 1: the variant is faster).
+
+    python scripts/probe_tma_narrow.py   # on a Hopper GPU; $OUT/probe_tma_narrow.json
+"""
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from probe_long_rows import save_results, warm_up_gpu  # noqa: E402
+from probe_trials import ab_trials  # noqa: E402
+from kernels import gluon_softmax as gs  # noqa: E402
+
+TILE_BYTES = 8 * 32 * 4 * 16  # the table's tile: 8 warps of 4 16-byte vectors
+MAX_POLLS = 1 << 20
+SHORT = [(65536, "bfloat16"), (100000, "float16"), (100000, "bfloat16"), (100001, "float16"), (100001, "bfloat16"),
+         (777777, "bfloat16")]
+CONTROLS = [(524288, "float16"), (1048576, "bfloat16")]
+
+
+def launch(programs_per_sm: int, slots: int, vectors_per_thread: int, num_warps: int, part_rows: int = 0):
+    """tma-stream's forward as a tile loop, programs_per_sm programs an SM of slots tiles of vectors_per_thread x
+    num_warps x 32 vectors each (registers capped at the share)."""
+    tile_bytes = vectors_per_thread * num_warps * 32 * 16
+
+    def run(x: torch.Tensor) -> torch.Tensor:
+        y = torch.empty_like(x)
+        gs.tma_stream_forward(y, x, vectors_per_thread, num_warps, slots * tile_bytes, MAX_POLLS, True,
+                              part_rows=part_rows, programs_per_sm=programs_per_sm)
+        return y
+    return run
+
+
+if __name__ == "__main__":
+    warm_up_gpu()
+    print(torch.cuda.get_device_name(), flush=True)
+    results = []
+    ab_trials("3 x 8 of 8 KB, 4 warps", launch(3, 8, 4, 4), SHORT + CONTROLS, results, trials=3)
+    ab_trials("3 x 8 of 8 KB, 8 warps", launch(3, 8, 2, 8), SHORT + CONTROLS, results, trials=3)
+    ab_trials("2 x 14 of 8 KB, 4 warps", launch(2, 14, 4, 4), SHORT[1:5], results, trials=3)
+    ab_trials("2 x 7 of 16 KB, last tile in boxes of 8 view rows", launch(2, 7, 4, 8, part_rows=8), SHORT[1:5],
+              results, trials=3)
+    save_results("probe_tma_narrow.json", results)
