@@ -11,7 +11,8 @@ This times, against the table (the dispatcher), at the H100's 2-byte rows under 
 Three fresh inputs a shape, alternating order, every output checked against float64 first (probe_trials.ab_trials; a
 ratio over 1: the variant is faster).
 
-    python scripts/probe_tma_narrow.py   # on a Hopper GPU; $OUT/probe_tma_narrow.json
+    python scripts/probe_tma_narrow.py        # on a Hopper GPU; $OUT/probe_tma_narrow.json
+    python scripts/probe_tma_narrow.py h200   # round 119: 3 x 8 of 8 KB on 4 and 8 warps at the H200's 2-byte rows
 """
 import sys
 from pathlib import Path
@@ -47,6 +48,14 @@ if __name__ == "__main__":
     warm_up_gpu()
     print(torch.cuda.get_device_name(), flush=True)
     results = []
+    if sys.argv[1:] == ["h200"]:
+        rows = [(100000, "float16"), (100001, "bfloat16"), (131072, "float16"), (262144, "bfloat16"),
+                (524288, "float16"), (777777, "bfloat16"), (777777, "float16"), (1048576, "float16"),
+                (1048576, "bfloat16")]
+        ab_trials("3 x 8 of 8 KB, 8 warps", launch(3, 8, 2, 8), rows, results, trials=3)
+        ab_trials("3 x 8 of 8 KB, 4 warps", launch(3, 8, 4, 4), rows, results, trials=3)
+        save_results("probe_tma_narrow.json", results)
+        sys.exit(0)
     ab_trials("3 x 8 of 8 KB, 4 warps", launch(3, 8, 4, 4), SHORT + CONTROLS, results, trials=3)
     ab_trials("3 x 8 of 8 KB, 8 warps", launch(3, 8, 2, 8), SHORT + CONTROLS, results, trials=3)
     ab_trials("2 x 14 of 8 KB, 4 warps", launch(2, 14, 4, 4), SHORT[1:5], results, trials=3)
