@@ -1478,13 +1478,22 @@ TMA_VIEW_ROW_BYTES = 512
 # the one before, three fresh inputs a shape (H100 | H200): 2-byte 131,072 +4.3% | +10.8%, 262,144 +10.7% | +13.9%,
 # 524,288 +12.5% | +17.1%, 777,777 (2 of 7) +7.3% | +10.2%, 1M +8.8% | +13.7%; fp32 100,000 and 100,001 (2 of 7)
 # +4.9-5.6% | +7.4-7.9%, 131,072 +5.9% | +6.8%, 262,144 +5.3% | +7.2%, and 524,288 +5.2% | +4.6% with 3 of 4 against
-# one program. On the H200 (L2 of 60 MB) 2-byte rows of 65,537-131,072 that are not whole view rows keep their rows
-# before: 2 of 7 ran 100,000 at 0.99-1.01x of the tile kernel and 100,001 at 0.95x of one program, where the H100
-# gained 5.9% and 4.3-4.8%. fp32 rows of 4 MB (1M) lost 1.5-4% with more programs (38-64 segments a row), and 777,777
-# 2-4%, so fp32 rows past 524,288 keep one program of 14 slots. At 65,536 3 of 4 gained only 0.2-1.5% on 2-byte rows
-# (fp32: +3.2% | +0.7%) against the tile kernel, which keeps them (rows of 40,961-65,535 were not measured). The launch
-# caps a thread's registers at its share of the SM (gluon_softmax._register_share), so that the grid is resident:
-# four programs of 3 slots, uncapped, left some out and ran 1,000 times slower on their siblings' polls.
+# one program. On the H200 (L2 of 60 MB) 2-byte rows of 65,537-131,072 that are not whole view rows kept their rows
+# before (2 of 7 ran 100,000 at 0.99-1.01x of the tile kernel and 100,001 at 0.95x of one program, where the H100
+# gained 5.9% and 4.3-4.8%), until rounds 118-119 (below). fp32 rows of 4 MB (1M) lost 1.5-4% with more programs
+# (38-64 segments a row), and 777,777 2-4%, so fp32 rows past 524,288 keep one program of 14 slots. At 65,536 3 of 4
+# gained only 0.2-1.5% on 2-byte rows (fp32: +3.2% | +0.7%) against the tile kernel, which keeps them (rows of
+# 40,961-65,535 were not measured). The launch caps a thread's registers at its share of the SM
+# (gluon_softmax._register_share), so that the grid is resident: four programs of 3 slots, uncapped, left some out
+# and ran 1,000 times slower on their siblings' polls.
+# Since rounds 118-119 (notes/probes/2026-11-26-h{100,200}-tma-narrow.json) some 2-byte rows take three programs of 8
+# slots of 8 KB tiles (the same 64 KB a program; a slot refills after half the work), on 4 warps of 4 vectors on the
+# H200 and 8 warps of 2 on the H100, which each lost where the other gained. Against the table before, three fresh
+# inputs a shape: on the H200 (4 warps) rows off view rows +4.7% (fp16 100,000, the tile kernel before), +3.2% (bf16
+# 100,001, one program before), +2.4-4.2% (777,777, 2 of 7 before), and 1M +2.6-4.1% (3 of 4 before), where whole
+# view rows of 131,072-524,288 lost 0.4-2.0% and keep 3 of 4; on the H100 (8 warps) 2-byte 100,000-100,001 +1.2-2.1%
+# (2 of 7 before), where 777,777, 524,288 and 1M lost 0.4-1.2% and 4 warps lost 1-3% but at bf16 100,000. Rows off
+# view rows of 131,073-777,776 columns, between the shapes measured, take the H200's narrow row by interpolation.
 SOFTMAX_PLANS = (
     #     op          max_cols  min_rows bytes path      rows  block  warps  progs stages segment unroll
     Plan("forward",        64,        0,  0, "rows",      64,     0,     4,    0),
@@ -1518,11 +1527,9 @@ SOFTMAX_PLANS = (
     Plan("forward",     65536,        2,  0, "tile",       2,     0,    32,    1,    0,      0, 4, True),
     Plan("forward",    131072,        2,  2, "tma-stream", 4,    0,     8,    3,    0,  65536, tile_loop=True,
          view_rows=True),
-    Plan("forward",    131072,        2,  2, "tile",       2,     0,    32,    1,    0,      0, 2, True,
+    Plan("forward",    131072,        2,  2, "tma-stream", 4,    0,     4,    3,    0,  65536, tile_loop=True,
          min_l2_bytes=L2_60_MB),
-    Plan("forward",    131072,        2,  2, "tma-stream", 4,    0,     8,    1,    0, 229376, partial_vectors=True,
-         tile_loop=True, min_l2_bytes=L2_60_MB),
-    Plan("forward",    131072,        2,  2, "tma-stream", 4,    0,     8,    2,    0, 114688, tile_loop=True),
+    Plan("forward",    131072,        2,  2, "tma-stream", 2,    0,     8,    3,    0,  65536, tile_loop=True),
     Plan("forward",    131072,        2,  2, "tile",       2,     0,    32,    1,    0,      0, 2, True),
     Plan("forward",    131072,        2,  2, "tile",       2,     0,    32,    1,    0,      0, 2, partial_vectors=True,
          edges_apart=True),
@@ -1532,6 +1539,10 @@ SOFTMAX_PLANS = (
          view_rows=True),
     Plan("forward",    262144,        0,  4, "tma-stream", 4,    0,     8,    2,    0, 114688, tile_loop=True),
     Plan("forward",  math.inf,        0,  4, "tma-stream", 4,    0,     8,    1,    0, 229376),
+    Plan("forward",    524288,        0,  2, "tma-stream", 4,    0,     8,    3,    0,  65536, tile_loop=True,
+         view_rows=True, min_l2_bytes=L2_60_MB),
+    Plan("forward",  math.inf,        0,  2, "tma-stream", 4,    0,     4,    3,    0,  65536, tile_loop=True,
+         min_l2_bytes=L2_60_MB),
     Plan("forward",  math.inf,        0,  2, "tma-stream", 4,    0,     8,    3,    0,  65536, tile_loop=True,
          view_rows=True),
     Plan("forward",  math.inf,        0,  2, "tma-stream", 4,    0,     8,    2,    0, 114688, tile_loop=True),

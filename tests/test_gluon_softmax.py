@@ -33,22 +33,26 @@ ATOL, RTOL = FORWARD_TOL[torch.float32]
 
 
 def forward_launch(plan) -> tuple:
-    """A forward tma-stream row's launch: (programs an SM, slots of 16 KB, tile loop)."""
-    return plan.path, plan.programs_per_sm, plan.segment_bytes // 16384, plan.tile_loop
+    """A forward tma-stream row's launch: (path, programs an SM, warps, vectors a thread, KB of slots a program,
+    tile loop)."""
+    return (plan.path, plan.programs_per_sm, plan.num_warps, plan.rows_per_program, plan.segment_bytes // 1024,
+            plan.tile_loop)
 
 
 def test_the_forward_rows_by_type_and_vectors():
-    """The forward's tma-stream rows (rounds 113-114): rows of whole view rows take 3 programs an SM of 4 slots, others
-    2 of 7, both as a tile loop, for float32 rows of 65,537-524,288 columns (2 of 7: to 262,144) and 2-byte rows past
-    65,536 (of 65,537-131,072 only with 2 rows an SM or more: the case measured; on an L2 of 60 MB, the H200, those
-    not of whole view rows keep the tile kernel or one program of 14 slots); float32 rows past that take one program
-    of 14 slots, unrolled. Only where the caller says the tensor is eligible: without that (the interpreter, other
-    tensors) the same shapes take tile-stream or tile."""
+    """The forward's tma-stream rows (rounds 113-114, 118-119): rows of whole view rows take 3 programs an SM of 4
+    slots of 16 KB, others 2 of 7, both as a tile loop, for float32 rows of 65,537-524,288 columns (2 of 7: to
+    262,144) and 2-byte rows past 65,536 (of 65,537-131,072 only with 2 rows an SM or more: the case measured);
+    float32 rows past that take one program of 14 slots, unrolled. 2-byte rows off view rows take 3 programs of 8
+    slots of 8 KB instead: to 131,072 on 8 warps on an L2 under 60 MB (the H100); on the H200's, on 4 warps, at any
+    length, as do its 2-byte rows of whole view rows past 524,288. Only where the caller says the tensor is eligible:
+    without that (the interpreter, other tensors) the same shapes take tile-stream or tile."""
     assert gs.VIEW_ROW_BYTES[0] == sm.TMA_VIEW_ROW_BYTES
     many = 2 * sm._sm_count(DEVICE)
     big_l2 = sm._l2_bytes(DEVICE) >= sm.L2_60_MB  # the H200; else (the interpreter too) the H100's rows
-    three, two, one = ("tma-stream", 3, 4, True), ("tma-stream", 2, 7, True), ("tma-stream", 1, 14, False)
-    one_loop, tile = ("tma-stream", 1, 14, True), ("tile", 1, 0, False)
+    three, two = ("tma-stream", 3, 8, 4, 64, True), ("tma-stream", 2, 8, 4, 112, True)
+    one = ("tma-stream", 1, 8, 4, 224, False)
+    narrow_4, narrow_8 = ("tma-stream", 3, 4, 4, 64, True), ("tma-stream", 3, 8, 2, 64, True)
     for n_rows, n_cols, elem_bytes, align, launch, without in (
             (1024, 131072, 4, 4, three, "tile-stream"), (512, 262144, 4, 4, three, "tile-stream"),
             (1, 65664, 4, 4, three, "tile-stream"), (256, 524288, 4, 4, three, "tile-stream"),
@@ -57,12 +61,14 @@ def test_the_forward_rows_by_type_and_vectors():
             (172, 777777, 4, 1, one, "tile-stream"), (10**6, 524800, 4, 4, one, "tile-stream"),
             (10**6, 262148, 4, 4, one, "tile-stream"),
             (many, 131072, 2, 8, three, "tile"), (many, 65792, 2, 8, three, "tile"),
-            (many, 100000, 2, 8, tile if big_l2 else two, "tile"),
-            (many, 100001, 2, 1, one_loop if big_l2 else two, "tile"),
-            (128, 1 << 20, 2, 8, three, "tile-stream"), (172, 777777, 2, 1, two, "tile-stream"),
-            (512, 262144, 2, 8, three, "tile-stream"), (many - 1, 100001, 2, 1, two, "tile-stream")):
+            (many, 100000, 2, 8, narrow_4 if big_l2 else narrow_8, "tile"),
+            (many, 100001, 2, 1, narrow_4 if big_l2 else narrow_8, "tile"),
+            (128, 1 << 20, 2, 8, narrow_4 if big_l2 else three, "tile-stream"),
+            (172, 777777, 2, 1, narrow_4 if big_l2 else two, "tile-stream"),
+            (256, 524288, 2, 8, three, "tile-stream"), (512, 262144, 2, 8, three, "tile-stream"),
+            (many - 1, 100001, 2, 1, narrow_4 if big_l2 else two, "tile-stream")):
         plan = sm._select_plan("forward", n_rows, n_cols, elem_bytes, DEVICE, align, True)
-        launch_made = forward_launch(plan) if plan.path == "tma-stream" else (plan.path, 1, 0, False)
+        launch_made = forward_launch(plan) if plan.path == "tma-stream" else (plan.path,)
         assert launch_made == launch, (n_rows, n_cols, elem_bytes, plan)
         assert sm._select_plan("forward", n_rows, n_cols, elem_bytes, DEVICE, align).path == without
     for elem_bytes in (2, 4):  # rows of up to 65,536 columns keep the tile kernel
@@ -146,10 +152,12 @@ from triton.backends.compiler import GPUTarget
 from triton.experimental.gluon._runtime import GluonASTSource
 import kernels.triton_softmax as sm
 import kernels.gluon_softmax as gs
-op, dtype, loose_rows, programs = sys.argv[1], sys.argv[2], sys.argv[3] == "loose", int(sys.argv[4])
+op, dtype, loose_rows = sys.argv[1], sys.argv[2], sys.argv[3] == "loose"
+programs, warps, vectors = map(int, sys.argv[4:7])
 elem = 4 if dtype == "fp32" else 2
 plan = next(plan for plan in sm.SOFTMAX_PLANS if plan.path == "tma-stream" and plan.op == op
-            and plan.elem_bytes in (0, elem) and plan.programs_per_sm == programs)
+            and plan.elem_bytes in (0, elem) and plan.programs_per_sm == programs and plan.num_warps == warps
+            and plan.rows_per_program == vectors)
 maxnreg = plan.maxnreg or gs._register_share(programs, plan.num_warps)
 tile, width = plan.num_warps * 32 * plan.rows_per_program * 16 // elem, 512 // elem
 layout = f"NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth={8 * elem}, rank=2)"
@@ -188,11 +196,14 @@ print(facts["REG"], facts["STACK"], facts["LOCAL"], kernel.metadata.shared, sass
 """
 
 
-@pytest.mark.parametrize("op,dtype,rows,programs", [
-    ("forward", "fp32", "whole", 1), ("forward", "fp32", "loose", 1), ("forward", "fp32", "whole", 3),
-    ("forward", "fp32", "loose", 2), ("forward", "fp16", "whole", 3), ("forward", "fp16", "loose", 2),
-    ("backward", "fp32", "whole", 1), ("backward", "fp16", "whole", 1)])
-def test_tma_stream_compiles_for_hopper_without_spills(op, dtype, rows, programs):
+@pytest.mark.parametrize("op,dtype,rows,programs,warps,vectors", [
+    ("forward", "fp32", "whole", 1, 8, 4), ("forward", "fp32", "loose", 1, 8, 4),
+    ("forward", "fp32", "whole", 3, 8, 4), ("forward", "fp32", "loose", 2, 8, 4),
+    ("forward", "fp16", "whole", 3, 8, 4), ("forward", "fp16", "loose", 2, 8, 4),
+    ("forward", "bf16", "loose", 3, 4, 4), ("forward", "fp16", "whole", 3, 4, 4),  # the H200's 8 KB tiles
+    ("forward", "bf16", "loose", 3, 8, 2), ("forward", "fp16", "whole", 3, 8, 2),  # the H100's
+    ("backward", "fp32", "whole", 1, 8, 4), ("backward", "fp16", "whole", 1, 8, 4)], ids=str)
+def test_tma_stream_compiles_for_hopper_without_spills(op, dtype, rows, programs, warps, vectors):
     """The table's launches compile for sm_90 with nothing spilled, within a Hopper program's 227 KB of shared memory,
     and, where several programs share an SM (round 113), within its share of the SM's registers (the launch's cap)
     and of its shared memory; one TMA load a tile of each tensor (for the first item, and for the next as each slot
@@ -202,7 +213,8 @@ def test_tma_stream_compiles_for_hopper_without_spills(op, dtype, rows, programs
     part boxes and one of boxes aimed out of the tensor, in two places (the first item, the next), each place's loops
     to 1-8 loads."""
     env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-c", HOPPER_COMPILE, op, dtype, rows, str(programs)], env=env,
+    done = subprocess.run([sys.executable, "-c", HOPPER_COMPILE, op, dtype, rows, str(programs), str(warps),
+                           str(vectors)], env=env,
                           capture_output=True, text=True, timeout=600, cwd=Path(__file__).resolve().parent.parent)
     assert done.returncode == 0, done.stderr[-2000:]
     registers, stack, local, shared, tma_loads, vector_stores, slots, tile_loop, cap, planned = map(
@@ -210,24 +222,16 @@ def test_tma_stream_compiles_for_hopper_without_spills(op, dtype, rows, programs
     assert stack == 0 and local == 0, done.stdout  # spills would show as stack or local memory
     assert 0 < registers <= cap and shared <= 227 * 1024
     assert programs * (shared + gs.PROGRAM_RESERVED_BYTES) <= gs.SM_SHARED_BYTES, done.stdout
-    assert programs * registers * plan_warps(op, programs) * 32 <= gs.SM_REGISTERS, done.stdout
-    tensors = 1 if op == "forward" else 2
-    assert slots == planned // tensors and slots * tensors * programs <= 14
+    assert programs * registers * warps * 32 <= gs.SM_REGISTERS, done.stdout
+    tensors, tile_bytes = 1 if op == "forward" else 2, warps * 32 * vectors * 16
+    assert slots == planned // tensors and slots * tile_bytes * tensors * programs <= 14 * 16384
     if op == "backward":
         assert tma_loads == 2 * tensors * slots and vector_stores >= slots, done.stdout
-    elif tile_loop:
-        assert (tma_loads, vector_stores) == (slots + 2, 4), done.stdout
+    elif tile_loop:  # a 16-byte store a thread for each of its vectors of a tile
+        assert (tma_loads, vector_stores) == (slots + 2, vectors), done.stdout
     else:
         whole_tiles = 2 * (slots - 1) + 2
         assert whole_tiles + 2 <= tma_loads <= whole_tiles + 16 and vector_stores >= slots, done.stdout
-
-
-def plan_warps(op: str, programs: int) -> int:
-    """Warps of the table's tma-stream launches of op with programs an SM (one value for all of them)."""
-    warps = {plan.num_warps for plan in sm.SOFTMAX_PLANS
-             if plan.path == "tma-stream" and plan.op == op and plan.programs_per_sm == programs}
-    assert len(warps) == 1, warps
-    return warps.pop()
 
 
 def forward_checked(x: torch.Tensor, expect_tma: bool) -> None:
@@ -272,10 +276,28 @@ def test_tma_stream_matches_float64(n_rows, n_cols, dtype):
 
 @on_hopper
 def test_two_byte_rows_off_view_rows_take_their_gpus_row():
-    """300 x 100,000 fp16 (whole vectors, not whole view rows): 2 programs of 7 slots on an L2 under 60 MB (the
-    H100), the tile kernel on the H200's, where 2 of 7 did not gain (round 114); right on both."""
+    """300 x 100,000 fp16 (whole vectors, not whole view rows): 3 programs of 8 KB tiles, on 8 warps on an L2 under
+    60 MB (the H100) and on 4 on the H200's, each where the other lost (rounds 118-119); right on both."""
     x = long_rows(300, 100000, dtype=torch.float16)
-    forward_checked(x, expect_tma=sm._l2_bytes(x.device) < sm.L2_60_MB)
+    plan = sm._select_plan("forward", *x.shape, 2, x.device, 8, True)
+    assert (plan.programs_per_sm, plan.num_warps) == (3, 4 if sm._l2_bytes(x.device) >= sm.L2_60_MB else 8), plan
+    forward_checked(x, expect_tma=True)
+
+
+# Both GPUs' 8 KB tiles (3 programs of 8 slots) on either GPU, waiting for siblings and with no wait at all (the cold
+# path, as in the test above): rows of partial vectors (300 x 100,001 fp16; 8 x 777,777 bf16, 14 segments a row), of
+# whole vectors off view rows (300 x 100,000 bf16: even segments) and of whole view rows (4 x 1M fp16: 32 segments).
+@on_hopper
+@pytest.mark.parametrize("vectors,warps", [(4, 4), (2, 8)])
+@pytest.mark.parametrize("n_rows,n_cols,dtype", [(300, 100001, torch.float16), (8, 777777, torch.bfloat16),
+                                                 (300, 100000, torch.bfloat16), (4, 1 << 20, torch.float16)], ids=str)
+def test_narrow_tiles_match_float64(n_rows, n_cols, dtype, vectors, warps):
+    x = long_rows(n_rows, n_cols, seed=3, dtype=dtype)
+    atol, rtol = FORWARD_TOL[dtype]
+    for max_polls in (sm._max_polls(), 0):
+        y = torch.empty_like(x)
+        gs.tma_stream_forward(y, x, vectors, warps, 65536, max_polls, True, programs_per_sm=3)
+        torch.testing.assert_close(y.double(), torch.softmax(x.double(), -1), atol=atol, rtol=rtol)
 
 
 @on_hopper
