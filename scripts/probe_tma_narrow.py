@@ -13,6 +13,7 @@ ratio over 1: the variant is faster).
 
     python scripts/probe_tma_narrow.py        # on a Hopper GPU; $OUT/probe_tma_narrow.json
     python scripts/probe_tma_narrow.py h200   # round 119: 3 x 8 of 8 KB on 4 and 8 warps at the H200's 2-byte rows
+    python scripts/probe_tma_narrow.py finer  # round 120: 4 KB tiles, and 4 programs, at the H100's last rows
 """
 import sys
 from pathlib import Path
@@ -53,7 +54,14 @@ if __name__ == "__main__":
                 (524288, "float16"), (777777, "bfloat16"), (777777, "float16"), (1048576, "float16"),
                 (1048576, "bfloat16")]
         ab_trials("3 x 8 of 8 KB, 8 warps", launch(3, 8, 2, 8), rows, results, trials=3)
-        ab_trials("3 x 8 of 8 KB, 4 warps", launch(3, 8, 4, 4), rows, results, trials=3)
+        if sys.argv[1:] == ["finer"]:
+        rows = [(100000, "float16"), (100000, "bfloat16"), (100001, "float16"), (100001, "bfloat16"),
+                (65536, "bfloat16"), (65536, "float16"), (777777, "bfloat16")]
+        ab_trials("3 x 16 of 4 KB, 8 warps of 1 vector", launch(3, 16, 1, 8), rows, results, trials=3)
+        ab_trials("4 x 6 of 8 KB, 8 warps of 2 vectors", launch(4, 6, 2, 8), rows, results, trials=3)
+        save_results("probe_tma_narrow.json", results)
+        sys.exit(0)
+    ab_trials("3 x 8 of 8 KB, 4 warps", launch(3, 8, 4, 4), rows, results, trials=3)
         save_results("probe_tma_narrow.json", results)
         sys.exit(0)
     ab_trials("3 x 8 of 8 KB, 4 warps", launch(3, 8, 4, 4), SHORT + CONTROLS, results, trials=3)
