@@ -54,14 +54,14 @@ if __name__ == "__main__":
                 (524288, "float16"), (777777, "bfloat16"), (777777, "float16"), (1048576, "float16"),
                 (1048576, "bfloat16")]
         ab_trials("3 x 8 of 8 KB, 8 warps", launch(3, 8, 2, 8), rows, results, trials=3)
-        if sys.argv[1:] == ["finer"]:
+        ab_trials("3 x 8 of 8 KB, 4 warps", launch(3, 8, 4, 4), rows, results, trials=3)
+        save_results("probe_tma_narrow.json", results)
+        sys.exit(0)
+    if sys.argv[1:] == ["finer"]:
         rows = [(100000, "float16"), (100000, "bfloat16"), (100001, "float16"), (100001, "bfloat16"),
                 (65536, "bfloat16"), (65536, "float16"), (777777, "bfloat16")]
         ab_trials("3 x 16 of 4 KB, 8 warps of 1 vector", launch(3, 16, 1, 8), rows, results, trials=3)
         ab_trials("4 x 6 of 8 KB, 8 warps of 2 vectors", launch(4, 6, 2, 8), rows, results, trials=3)
-        save_results("probe_tma_narrow.json", results)
-        sys.exit(0)
-    ab_trials("3 x 8 of 8 KB, 4 warps", launch(3, 8, 4, 4), rows, results, trials=3)
         save_results("probe_tma_narrow.json", results)
         sys.exit(0)
     ab_trials("3 x 8 of 8 KB, 4 warps", launch(3, 8, 4, 4), SHORT + CONTROLS, results, trials=3)
