@@ -1494,6 +1494,9 @@ TMA_VIEW_ROW_BYTES = 512
 # view rows of 131,072-524,288 lost 0.4-2.0% and keep 3 of 4; on the H100 (8 warps) 2-byte 100,000-100,001 +1.2-2.1%
 # (2 of 7 before), where 777,777, 524,288 and 1M lost 0.4-1.2% and 4 warps lost 1-3% but at bf16 100,000. Rows off
 # view rows of 131,073-777,776 columns, between the shapes measured, take the H200's narrow row by interpolation.
+# On the H100, four programs of 6 slots of those 8 KB tiles (8 warps of 2 vectors, 64 registers) ran 2-byte
+# 100,000-100,001 a further 3.4-3.6% faster than three of 8, where 4 KB tiles lost 0.6-0.9%, and both lost 2.6-4.4% at
+# 65,536 and 777,777 (round 120, notes/probes/2026-11-26-h100-tma-finer.json).
 SOFTMAX_PLANS = (
     #     op          max_cols  min_rows bytes path      rows  block  warps  progs stages segment unroll
     Plan("forward",        64,        0,  0, "rows",      64,     0,     4,    0),
@@ -1529,7 +1532,7 @@ SOFTMAX_PLANS = (
          view_rows=True),
     Plan("forward",    131072,        2,  2, "tma-stream", 4,    0,     4,    3,    0,  65536, tile_loop=True,
          min_l2_bytes=L2_60_MB),
-    Plan("forward",    131072,        2,  2, "tma-stream", 2,    0,     8,    3,    0,  65536, tile_loop=True),
+    Plan("forward",    131072,        2,  2, "tma-stream", 2,    0,     8,    4,    0,  49152, tile_loop=True),
     Plan("forward",    131072,        2,  2, "tile",       2,     0,    32,    1,    0,      0, 2, True),
     Plan("forward",    131072,        2,  2, "tile",       2,     0,    32,    1,    0,      0, 2, partial_vectors=True,
          edges_apart=True),

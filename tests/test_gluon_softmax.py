@@ -44,15 +44,16 @@ def test_the_forward_rows_by_type_and_vectors():
     slots of 16 KB, others 2 of 7, both as a tile loop, for float32 rows of 65,537-524,288 columns (2 of 7: to
     262,144) and 2-byte rows past 65,536 (of 65,537-131,072 only with 2 rows an SM or more: the case measured);
     float32 rows past that take one program of 14 slots, unrolled. 2-byte rows off view rows take 3 programs of 8
-    slots of 8 KB instead: to 131,072 on 8 warps on an L2 under 60 MB (the H100); on the H200's, on 4 warps, at any
-    length, as do its 2-byte rows of whole view rows past 524,288. Only where the caller says the tensor is eligible:
+    slots of 8 KB instead on the H200 (an L2 of 60 MB), on 4 warps, at any length, as do its 2-byte rows of whole view
+    rows past 524,288; on an L2 under 60 MB (the H100) those to 131,072 take 4 programs of 6 slots of 8 KB on 8
+    warps (round 120). Only where the caller says the tensor is eligible:
     without that (the interpreter, other tensors) the same shapes take tile-stream or tile."""
     assert gs.VIEW_ROW_BYTES[0] == sm.TMA_VIEW_ROW_BYTES
     many = 2 * sm._sm_count(DEVICE)
     big_l2 = sm._l2_bytes(DEVICE) >= sm.L2_60_MB  # the H200; else (the interpreter too) the H100's rows
     three, two = ("tma-stream", 3, 8, 4, 64, True), ("tma-stream", 2, 8, 4, 112, True)
     one = ("tma-stream", 1, 8, 4, 224, False)
-    narrow_4, narrow_8 = ("tma-stream", 3, 4, 4, 64, True), ("tma-stream", 3, 8, 2, 64, True)
+    narrow_4, narrow_8 = ("tma-stream", 3, 4, 4, 64, True), ("tma-stream", 4, 8, 2, 48, True)
     for n_rows, n_cols, elem_bytes, align, launch, without in (
             (1024, 131072, 4, 4, three, "tile-stream"), (512, 262144, 4, 4, three, "tile-stream"),
             (1, 65664, 4, 4, three, "tile-stream"), (256, 524288, 4, 4, three, "tile-stream"),
@@ -201,7 +202,7 @@ print(facts["REG"], facts["STACK"], facts["LOCAL"], kernel.metadata.shared, sass
     ("forward", "fp32", "whole", 3, 8, 4), ("forward", "fp32", "loose", 2, 8, 4),
     ("forward", "fp16", "whole", 3, 8, 4), ("forward", "fp16", "loose", 2, 8, 4),
     ("forward", "bf16", "loose", 3, 4, 4), ("forward", "fp16", "whole", 3, 4, 4),  # the H200's 8 KB tiles
-    ("forward", "bf16", "loose", 3, 8, 2), ("forward", "fp16", "whole", 3, 8, 2),  # the H100's
+    ("forward", "bf16", "loose", 4, 8, 2), ("forward", "fp16", "whole", 4, 8, 2),  # the H100's
     ("backward", "fp32", "whole", 1, 8, 4), ("backward", "fp16", "whole", 1, 8, 4)], ids=str)
 def test_tma_stream_compiles_for_hopper_without_spills(op, dtype, rows, programs, warps, vectors):
     """The table's launches compile for sm_90 with nothing spilled, within a Hopper program's 227 KB of shared memory,
@@ -276,27 +277,29 @@ def test_tma_stream_matches_float64(n_rows, n_cols, dtype):
 
 @on_hopper
 def test_two_byte_rows_off_view_rows_take_their_gpus_row():
-    """300 x 100,000 fp16 (whole vectors, not whole view rows): 3 programs of 8 KB tiles, on 8 warps on an L2 under
-    60 MB (the H100) and on 4 on the H200's, each where the other lost (rounds 118-119); right on both."""
+    """300 x 100,000 fp16 (whole vectors, not whole view rows): 8 KB tiles, 4 programs on 8 warps on an L2 under 60 MB
+    (the H100) and 3 on 4 warps on the H200's, each where the other lost (rounds 118-120); right on both."""
     x = long_rows(300, 100000, dtype=torch.float16)
     plan = sm._select_plan("forward", *x.shape, 2, x.device, 8, True)
-    assert (plan.programs_per_sm, plan.num_warps) == (3, 4 if sm._l2_bytes(x.device) >= sm.L2_60_MB else 8), plan
+    h200 = sm._l2_bytes(x.device) >= sm.L2_60_MB
+    assert (plan.programs_per_sm, plan.num_warps) == ((3, 4) if h200 else (4, 8)), plan
     forward_checked(x, expect_tma=True)
 
 
-# Both GPUs' 8 KB tiles (3 programs of 8 slots) on either GPU, waiting for siblings and with no wait at all (the cold
-# path, as in the test above): rows of partial vectors (300 x 100,001 fp16; 8 x 777,777 bf16, 14 segments a row), of
-# whole vectors off view rows (300 x 100,000 bf16: even segments) and of whole view rows (4 x 1M fp16: 32 segments).
+# Both GPUs' 8 KB tiles (3 programs of 8 slots on 4 warps, 4 of 6 on 8) on either GPU, waiting for siblings and with
+# no wait at all (the cold path, as in the test above): rows of partial vectors (300 x 100,001 fp16; 8 x 777,777 bf16,
+# 14-19 segments a row), of whole vectors off view rows (300 x 100,000 bf16: even segments) and of whole view rows (4 x
+# 1M fp16: 32-43 segments).
 @on_hopper
-@pytest.mark.parametrize("vectors,warps", [(4, 4), (2, 8)])
+@pytest.mark.parametrize("programs,slots,vectors,warps", [(3, 8, 4, 4), (4, 6, 2, 8)])
 @pytest.mark.parametrize("n_rows,n_cols,dtype", [(300, 100001, torch.float16), (8, 777777, torch.bfloat16),
                                                  (300, 100000, torch.bfloat16), (4, 1 << 20, torch.float16)], ids=str)
-def test_narrow_tiles_match_float64(n_rows, n_cols, dtype, vectors, warps):
+def test_narrow_tiles_match_float64(n_rows, n_cols, dtype, programs, slots, vectors, warps):
     x = long_rows(n_rows, n_cols, seed=3, dtype=dtype)
     atol, rtol = FORWARD_TOL[dtype]
     for max_polls in (sm._max_polls(), 0):
         y = torch.empty_like(x)
-        gs.tma_stream_forward(y, x, vectors, warps, 65536, max_polls, True, programs_per_sm=3)
+        gs.tma_stream_forward(y, x, vectors, warps, slots * 8192, max_polls, True, programs_per_sm=programs)
         torch.testing.assert_close(y.double(), torch.softmax(x.double(), -1), atol=atol, rtol=rtol)
 
 
