@@ -14,6 +14,7 @@ ratio over 1: the variant is faster).
     python scripts/probe_tma_narrow.py        # on a Hopper GPU; $OUT/probe_tma_narrow.json
     python scripts/probe_tma_narrow.py h200   # round 119: 3 x 8 of 8 KB on 4 and 8 warps at the H200's 2-byte rows
     python scripts/probe_tma_narrow.py finer  # round 120: 4 KB tiles, and 4 programs, at the H100's last rows
+    python scripts/probe_tma_narrow.py four   # next: 4 programs of 6 slots of 8 KB, 4 and 8 warps, across the sweep
 """
 import sys
 from pathlib import Path
@@ -61,6 +62,14 @@ if __name__ == "__main__":
         rows = [(100000, "float16"), (100000, "bfloat16"), (100001, "float16"), (100001, "bfloat16"),
                 (65536, "bfloat16"), (65536, "float16"), (777777, "bfloat16")]
         ab_trials("3 x 16 of 4 KB, 8 warps of 1 vector", launch(3, 16, 1, 8), rows, results, trials=3)
+        ab_trials("4 x 6 of 8 KB, 8 warps of 2 vectors", launch(4, 6, 2, 8), rows, results, trials=3)
+        save_results("probe_tma_narrow.json", results)
+        sys.exit(0)
+    if sys.argv[1:] == ["four"]:  # round 120's H100 launch, and its 4-warp twin, on either GPU, 2-byte and fp32
+        rows = [(65536, "bfloat16"), (100000, "float16"), (100001, "bfloat16"), (131072, "float16"),
+                (262144, "bfloat16"), (524288, "float16"), (777777, "bfloat16"), (1048576, "float16"),
+                (100001, "float32"), (262144, "float32"), (524288, "float32")]
+        ab_trials("4 x 6 of 8 KB, 4 warps of 4 vectors", launch(4, 6, 4, 4), rows, results, trials=3)
         ab_trials("4 x 6 of 8 KB, 8 warps of 2 vectors", launch(4, 6, 2, 8), rows, results, trials=3)
         save_results("probe_tma_narrow.json", results)
         sys.exit(0)
