@@ -67,11 +67,16 @@ BACKWARD = [(131072, "float32"), (1048576, "float32"), (1048576, "float16")]
 WIDE_SHAPES = [(65536, "float16"), (65536, "bfloat16"), (777777, "float16"), (777777, "float32")]
 FORWARD_LAUNCHES = ((1, 14, True), (2, 7, True), (2, 7, False), (3, 4, True))
 
-def capped_forward(k: int, slots: int):
-    """The product's launch of k programs an SM of slots tiles each, as a tile loop (registers capped at the share)."""
+def capped_forward(k: int, slots: int, vectors_per_thread: int = 4, num_warps: int = 8, part_rows: int = 0):
+    """The product's launch of k programs an SM of slots tiles each, as a tile loop (registers capped at the share);
+    a tile is vectors_per_thread x num_warps x 32 16-byte vectors (by default the table's 16 KB), part_rows as
+    gs.tma_stream_forward takes it."""
+    tile_bytes = vectors_per_thread * num_warps * 32 * 16
+
     def run(x: torch.Tensor) -> torch.Tensor:
         y = torch.empty_like(x)
-        gs.tma_stream_forward(y, x, 4, 8, slots * TILE_BYTES, MAX_POLLS, True, programs_per_sm=k)
+        gs.tma_stream_forward(y, x, vectors_per_thread, num_warps, slots * tile_bytes, MAX_POLLS, True,
+                              part_rows=part_rows, programs_per_sm=k)
         return y
     return run
 
@@ -146,11 +151,7 @@ if __name__ == "__main__":
         ab_trials("3 x 4 (tile loop, capped), fewest segments", with_fewest_segments(capped_forward(3, 4)), odd,
                   results, trials=3)
     if "h200-more" in which:  # against the table: four programs of 3 slots, and three of 8 half-size tiles (4 warps)
-        def narrow(x: torch.Tensor) -> torch.Tensor:
-            """Three programs an SM of 4 warps, 8 slots of 8 KB tiles each, as a tile loop (registers capped)."""
-            y = torch.empty_like(x)
-            gs.tma_stream_forward(y, x, 4, 4, 8 * TILE_BYTES // 2, MAX_POLLS, True, programs_per_sm=3)
-            return y
+        narrow = capped_forward(3, 8, 4, 4)  # three programs an SM of 4 warps, 8 slots of 8 KB tiles each
         more = [(65536, "float16"), (131072, "float16"), (262144, "bfloat16"), (1048576, "float16"),
                 (524288, "float32"), (1048576, "float32")]
         ab_trials("4 x 3 (tile loop, capped)", capped_forward(4, 3), more, results, trials=3)

@@ -23,27 +23,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from probe_long_rows import save_results, warm_up_gpu  # noqa: E402
+from probe_tma_ctas import capped_forward as launch  # noqa: E402  (programs, slots, vectors, warps, part_rows)
 from probe_trials import ab_trials  # noqa: E402
-from kernels import gluon_softmax as gs  # noqa: E402
 
-TILE_BYTES = 8 * 32 * 4 * 16  # the table's tile: 8 warps of 4 16-byte vectors
-MAX_POLLS = 1 << 20
 SHORT = [(65536, "bfloat16"), (100000, "float16"), (100000, "bfloat16"), (100001, "float16"), (100001, "bfloat16"),
          (777777, "bfloat16")]
 CONTROLS = [(524288, "float16"), (1048576, "bfloat16")]
-
-
-def launch(programs_per_sm: int, slots: int, vectors_per_thread: int, num_warps: int, part_rows: int = 0):
-    """tma-stream's forward as a tile loop, programs_per_sm programs an SM of slots tiles of vectors_per_thread x
-    num_warps x 32 vectors each (registers capped at the share)."""
-    tile_bytes = vectors_per_thread * num_warps * 32 * 16
-
-    def run(x: torch.Tensor) -> torch.Tensor:
-        y = torch.empty_like(x)
-        gs.tma_stream_forward(y, x, vectors_per_thread, num_warps, slots * tile_bytes, MAX_POLLS, True,
-                              part_rows=part_rows, programs_per_sm=programs_per_sm)
-        return y
-    return run
 
 
 if __name__ == "__main__":
