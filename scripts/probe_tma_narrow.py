@@ -14,7 +14,8 @@ ratio over 1: the variant is faster).
     python scripts/probe_tma_narrow.py        # on a Hopper GPU; $OUT/probe_tma_narrow.json
     python scripts/probe_tma_narrow.py h200   # round 119: 3 x 8 of 8 KB on 4 and 8 warps at the H200's 2-byte rows
     python scripts/probe_tma_narrow.py finer  # round 120: 4 KB tiles, and 4 programs, at the H100's last rows
-    python scripts/probe_tma_narrow.py four   # next: 4 programs of 6 slots of 8 KB, 4 and 8 warps, across the sweep
+    python scripts/probe_tma_narrow.py four   # round 121: 4 programs of 6 slots of 8 KB, 4 and 8 warps, across the sweep
+    python scripts/probe_tma_narrow.py five   # round 121b: 5 x 5 and 6 x 4 of 8 KB on 4 warps at the H200's 100,000
 """
 import sys
 from pathlib import Path
@@ -56,6 +57,14 @@ if __name__ == "__main__":
                 (100001, "float32"), (262144, "float32"), (524288, "float32")]
         ab_trials("4 x 6 of 8 KB, 4 warps of 4 vectors", launch(4, 6, 4, 4), rows, results, trials=3)
         ab_trials("4 x 6 of 8 KB, 8 warps of 2 vectors", launch(4, 6, 2, 8), rows, results, trials=3)
+        save_results("probe_tma_narrow.json", results)
+        sys.exit(0)
+    if sys.argv[1:] == ["five"]:  # more programs still, where four gained most on the H200 (rows off view rows)
+        rows = [(100000, "float16"), (100000, "bfloat16"), (100001, "float16"), (100001, "bfloat16"),
+                (100001, "float32"), (100000, "float32")]
+        ab_trials("4 x 6 of 8 KB, 4 warps of 4 vectors", launch(4, 6, 4, 4), rows, results, trials=3)
+        ab_trials("5 x 5 of 8 KB, 4 warps of 4 vectors", launch(5, 5, 4, 4), rows, results, trials=3)
+        ab_trials("6 x 4 of 8 KB, 4 warps of 4 vectors", launch(6, 4, 4, 4), rows, results, trials=3)
         save_results("probe_tma_narrow.json", results)
         sys.exit(0)
     ab_trials("3 x 8 of 8 KB, 4 warps", launch(3, 8, 4, 4), SHORT + CONTROLS, results, trials=3)
