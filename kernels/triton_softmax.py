@@ -1497,6 +1497,11 @@ TMA_VIEW_ROW_BYTES = 512
 # On the H100, four programs of 6 slots of those 8 KB tiles (8 warps of 2 vectors, 64 registers) ran 2-byte
 # 100,000-100,001 a further 3.4-3.6% faster than three of 8, where 4 KB tiles lost 0.6-0.9%, and both lost 2.6-4.4% at
 # 65,536 and 777,777 (round 120, notes/probes/2026-11-26-h100-tma-finer.json).
+# On the H200, the rows off view rows of 65,537-131,072 columns (2 rows an SM or more) take more programs of those 8 KB
+# tiles on 4 warps (round 121, notes/probes/2026-11-26-h200-tma-{four,five}.json), against 3 of 8, three fresh inputs
+# a shape: 2-byte 100,000-100,001 +7.9-9.5% with 4 programs of 6 slots (5 of 5: +0.4-3.0%; 6 of 4: +0.3-3.0%); fp32
+# 100,000-100,001 (2 of 7 of 16 KB before) +2.5-3.4% with 5 of 5 (4 of 6: +1.1-1.6%). Four of 6 lost 8.3% at 2-byte
+# 777,777 (39 segments a row), 2.4% at 65,536 and up to 1.7% at whole view rows, which keep their rows.
 SOFTMAX_PLANS = (
     #     op          max_cols  min_rows bytes path      rows  block  warps  progs stages segment unroll
     Plan("forward",        64,        0,  0, "rows",      64,     0,     4,    0),
@@ -1530,7 +1535,7 @@ SOFTMAX_PLANS = (
     Plan("forward",     65536,        2,  0, "tile",       2,     0,    32,    1,    0,      0, 4, True),
     Plan("forward",    131072,        2,  2, "tma-stream", 4,    0,     8,    3,    0,  65536, tile_loop=True,
          view_rows=True),
-    Plan("forward",    131072,        2,  2, "tma-stream", 4,    0,     4,    3,    0,  65536, tile_loop=True,
+    Plan("forward",    131072,        2,  2, "tma-stream", 4,    0,     4,    4,    0,  49152, tile_loop=True,
          min_l2_bytes=L2_60_MB),
     Plan("forward",    131072,        2,  2, "tma-stream", 2,    0,     8,    4,    0,  49152, tile_loop=True),
     Plan("forward",    131072,        2,  2, "tile",       2,     0,    32,    1,    0,      0, 2, True),
@@ -1540,6 +1545,8 @@ SOFTMAX_PLANS = (
     Plan("forward",     65536,        0,  4, "exchange",   0,  4096,     8,    4),
     Plan("forward",    524288,        0,  4, "tma-stream", 4,    0,     8,    3,    0,  65536, tile_loop=True,
          view_rows=True),
+    Plan("forward",    131072,        2,  4, "tma-stream", 4,    0,     4,    5,    0,  40960, tile_loop=True,
+         min_l2_bytes=L2_60_MB),
     Plan("forward",    262144,        0,  4, "tma-stream", 4,    0,     8,    2,    0, 114688, tile_loop=True),
     Plan("forward",  math.inf,        0,  4, "tma-stream", 4,    0,     8,    1,    0, 229376),
     Plan("forward",    524288,        0,  2, "tma-stream", 4,    0,     8,    3,    0,  65536, tile_loop=True,

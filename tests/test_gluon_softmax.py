@@ -46,7 +46,8 @@ def test_the_forward_rows_by_type_and_vectors():
     float32 rows past that take one program of 14 slots, unrolled. 2-byte rows off view rows take 3 programs of 8
     slots of 8 KB instead on the H200 (an L2 of 60 MB), on 4 warps, at any length, as do its 2-byte rows of whole view
     rows past 524,288; on an L2 under 60 MB (the H100) those to 131,072 take 4 programs of 6 slots of 8 KB on 8
-    warps (round 120). Only where the caller says the tensor is eligible:
+    warps (round 120), and on the H200 4 programs of 6 on 4 warps, with its float32 rows off view rows to 131,072 on
+    5 programs of 5 (round 121; 2 rows an SM or more). Only where the caller says the tensor is eligible:
     without that (the interpreter, other tensors) the same shapes take tile-stream or tile."""
     assert gs.VIEW_ROW_BYTES[0] == sm.TMA_VIEW_ROW_BYTES
     many = 2 * sm._sm_count(DEVICE)
@@ -54,16 +55,19 @@ def test_the_forward_rows_by_type_and_vectors():
     three, two = ("tma-stream", 3, 8, 4, 64, True), ("tma-stream", 2, 8, 4, 112, True)
     one = ("tma-stream", 1, 8, 4, 224, False)
     narrow_4, narrow_8 = ("tma-stream", 3, 4, 4, 64, True), ("tma-stream", 4, 8, 2, 48, True)
+    four_4, five_4 = ("tma-stream", 4, 4, 4, 48, True), ("tma-stream", 5, 4, 4, 40, True)
     for n_rows, n_cols, elem_bytes, align, launch, without in (
             (1024, 131072, 4, 4, three, "tile-stream"), (512, 262144, 4, 4, three, "tile-stream"),
             (1, 65664, 4, 4, three, "tile-stream"), (256, 524288, 4, 4, three, "tile-stream"),
-            (1342, 100000, 4, 4, two, "tile-stream"), (1342, 100001, 4, 1, two, "tile-stream"),
+            (1342, 100000, 4, 4, five_4 if big_l2 else two, "tile-stream"),
+            (1342, 100001, 4, 1, five_4 if big_l2 else two, "tile-stream"),
+            (many, 131076, 4, 4, two, "tile-stream"), (many - 1, 100000, 4, 4, two, "tile-stream"),
             (32, 65540, 4, 4, two, "tile-stream"), (128, 1 << 20, 4, 4, one, "tile-stream"),
             (172, 777777, 4, 1, one, "tile-stream"), (10**6, 524800, 4, 4, one, "tile-stream"),
             (10**6, 262148, 4, 4, one, "tile-stream"),
             (many, 131072, 2, 8, three, "tile"), (many, 65792, 2, 8, three, "tile"),
-            (many, 100000, 2, 8, narrow_4 if big_l2 else narrow_8, "tile"),
-            (many, 100001, 2, 1, narrow_4 if big_l2 else narrow_8, "tile"),
+            (many, 100000, 2, 8, four_4 if big_l2 else narrow_8, "tile"),
+            (many, 100001, 2, 1, four_4 if big_l2 else narrow_8, "tile"),
             (128, 1 << 20, 2, 8, narrow_4 if big_l2 else three, "tile-stream"),
             (172, 777777, 2, 1, narrow_4 if big_l2 else two, "tile-stream"),
             (256, 524288, 2, 8, three, "tile-stream"), (512, 262144, 2, 8, three, "tile-stream"),
@@ -203,6 +207,8 @@ print(facts["REG"], facts["STACK"], facts["LOCAL"], kernel.metadata.shared, sass
     ("forward", "fp16", "whole", 3, 8, 4), ("forward", "fp16", "loose", 2, 8, 4),
     ("forward", "bf16", "loose", 3, 4, 4), ("forward", "fp16", "whole", 3, 4, 4),  # the H200's 8 KB tiles
     ("forward", "bf16", "loose", 4, 8, 2), ("forward", "fp16", "whole", 4, 8, 2),  # the H100's
+    ("forward", "bf16", "loose", 4, 4, 4), ("forward", "fp16", "whole", 4, 4, 4),  # the H200's, to 131,072
+    ("forward", "fp32", "loose", 5, 4, 4), ("forward", "fp32", "whole", 5, 4, 4),
     ("backward", "fp32", "whole", 1, 8, 4), ("backward", "fp16", "whole", 1, 8, 4)], ids=str)
 def test_tma_stream_compiles_for_hopper_without_spills(op, dtype, rows, programs, warps, vectors):
     """The table's launches compile for sm_90 with nothing spilled, within a Hopper program's 227 KB of shared memory,
@@ -278,22 +284,23 @@ def test_tma_stream_matches_float64(n_rows, n_cols, dtype):
 @on_hopper
 def test_two_byte_rows_off_view_rows_take_their_gpus_row():
     """300 x 100,000 fp16 (whole vectors, not whole view rows): 8 KB tiles, 4 programs on 8 warps on an L2 under 60 MB
-    (the H100) and 3 on 4 warps on the H200's, each where the other lost (rounds 118-120); right on both."""
+    (the H100) and 4 on 4 warps on the H200's, each where the other lost (rounds 118-121); right on both."""
     x = long_rows(300, 100000, dtype=torch.float16)
     plan = sm._select_plan("forward", *x.shape, 2, x.device, 8, True)
     h200 = sm._l2_bytes(x.device) >= sm.L2_60_MB
-    assert (plan.programs_per_sm, plan.num_warps) == ((3, 4) if h200 else (4, 8)), plan
+    assert (plan.programs_per_sm, plan.num_warps) == ((4, 4) if h200 else (4, 8)), plan
     forward_checked(x, expect_tma=True)
 
 
-# Both GPUs' 8 KB tiles (3 programs of 8 slots on 4 warps, 4 of 6 on 8) on either GPU, waiting for siblings and with
-# no wait at all (the cold path, as in the test above): rows of partial vectors (300 x 100,001 fp16; 8 x 777,777 bf16,
-# 14-19 segments a row), of whole vectors off view rows (300 x 100,000 bf16: even segments) and of whole view rows (4 x
-# 1M fp16: 32-43 segments).
+# Both GPUs' 8 KB tiles (3 programs of 8 slots on 4 warps, 4 of 6 on 8 or on 4, 5 of 5 on 4) on either GPU, waiting
+# for siblings and with no wait at all (the cold path, as in the test above): rows of partial vectors (300 x 100,001
+# fp16 and fp32; 8 x 777,777 bf16, 14-39 segments a row), of whole vectors off view rows (300 x 100,000 bf16 and fp32:
+# even segments) and of whole view rows (4 x 1M fp16: 32-52 segments).
 @on_hopper
-@pytest.mark.parametrize("programs,slots,vectors,warps", [(3, 8, 4, 4), (4, 6, 2, 8)])
+@pytest.mark.parametrize("programs,slots,vectors,warps", [(3, 8, 4, 4), (4, 6, 2, 8), (4, 6, 4, 4), (5, 5, 4, 4)])
 @pytest.mark.parametrize("n_rows,n_cols,dtype", [(300, 100001, torch.float16), (8, 777777, torch.bfloat16),
-                                                 (300, 100000, torch.bfloat16), (4, 1 << 20, torch.float16)], ids=str)
+                                                 (300, 100000, torch.bfloat16), (4, 1 << 20, torch.float16),
+                                                 (300, 100001, torch.float32), (300, 100000, torch.float32)], ids=str)
 def test_narrow_tiles_match_float64(n_rows, n_cols, dtype, programs, slots, vectors, warps):
     x = long_rows(n_rows, n_cols, seed=3, dtype=dtype)
     atol, rtol = FORWARD_TOL[dtype]
