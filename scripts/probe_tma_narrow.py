@@ -17,6 +17,7 @@ ratio over 1: the variant is faster).
     python scripts/probe_tma_narrow.py four   # round 121: 4 programs of 6 slots of 8 KB, 4 and 8 warps, across the sweep
     python scripts/probe_tma_narrow.py five   # round 121b: 5 x 5 and 6 x 4 of 8 KB on 4 warps at the H200's 100,000
     python scripts/probe_tma_narrow.py whole  # round 123: 4 x 6 and 5 x 5 of 8 KB at whole view rows, 2-byte and fp32
+    python scripts/probe_tma_narrow.py rest   # round 124: 5 x 5 and 6 x 4 of 8 KB at the H200's other short rows
 """
 import sys
 from pathlib import Path
@@ -73,6 +74,14 @@ if __name__ == "__main__":
                 (262144, "float32"), (524288, "float32")]
         ab_trials("4 x 6 of 8 KB, 4 warps of 4 vectors", launch(4, 6, 4, 4), rows, results, trials=3)
         ab_trials("5 x 5 of 8 KB, 4 warps of 4 vectors", launch(5, 5, 4, 4), rows, results, trials=3)
+        save_results("probe_tma_narrow.json", results)
+        sys.exit(0)
+    if sys.argv[1:] == ["rest"]:  # five and six programs where round 123 did not look: 65,536, the longest rows
+        rows = [(65536, "float16"), (777777, "bfloat16"), (1048576, "float16"), (777777, "float32"),
+                (1048576, "float32")]
+        ab_trials("5 x 5 of 8 KB, 4 warps of 4 vectors", launch(5, 5, 4, 4), rows, results, trials=3)
+        ab_trials("6 x 4 of 8 KB, 4 warps of 4 vectors", launch(6, 4, 4, 4),
+                  rows[:1] + [(131072, "float16"), (262144, "bfloat16"), (524288, "float32")], results, trials=3)
         save_results("probe_tma_narrow.json", results)
         sys.exit(0)
     ab_trials("3 x 8 of 8 KB, 4 warps", launch(3, 8, 4, 4), SHORT + CONTROLS, results, trials=3)
