@@ -18,6 +18,7 @@ ratio over 1: the variant is faster).
     python scripts/probe_tma_narrow.py five   # round 121b: 5 x 5 and 6 x 4 of 8 KB on 4 warps at the H200's 100,000
     python scripts/probe_tma_narrow.py whole  # round 123: 4 x 6 and 5 x 5 of 8 KB at whole view rows, 2-byte and fp32
     python scripts/probe_tma_narrow.py rest   # round 124: 5 x 5 and 6 x 4 of 8 KB at the H200's other short rows
+    python scripts/probe_tma_narrow.py most   # round 125: 6 x 4 at the longest rows, 7 x 3 and 8 x 3 of 8 KB
 """
 import sys
 from pathlib import Path
@@ -82,6 +83,17 @@ if __name__ == "__main__":
         ab_trials("5 x 5 of 8 KB, 4 warps of 4 vectors", launch(5, 5, 4, 4), rows, results, trials=3)
         ab_trials("6 x 4 of 8 KB, 4 warps of 4 vectors", launch(6, 4, 4, 4),
                   rows[:1] + [(131072, "float16"), (262144, "bfloat16"), (524288, "float32")], results, trials=3)
+        save_results("probe_tma_narrow.json", results)
+        sys.exit(0)
+    if sys.argv[1:] == ["most"]:  # six programs where round 124 did not run them; seven and eight programs
+        ab_trials("6 x 4 of 8 KB, 4 warps of 4 vectors", launch(6, 4, 4, 4),
+                  [(1048576, "float16"), (524288, "float16"), (777777, "float32"), (1048576, "float32"),
+                   (131072, "float32"), (262144, "float32")], results, trials=3)
+        ab_trials("7 x 3 of 8 KB, 4 warps of 4 vectors", launch(7, 3, 4, 4),
+                  [(65536, "float16"), (131072, "float16"), (262144, "bfloat16"), (524288, "float32"),
+                   (777777, "float32")], results, trials=3)
+        ab_trials("8 x 3 of 8 KB, 4 warps of 4 vectors", launch(8, 3, 4, 4),
+                  [(131072, "float16"), (262144, "bfloat16"), (524288, "float32")], results, trials=3)
         save_results("probe_tma_narrow.json", results)
         sys.exit(0)
     ab_trials("3 x 8 of 8 KB, 4 warps", launch(3, 8, 4, 4), SHORT + CONTROLS, results, trials=3)
