@@ -19,6 +19,7 @@ ratio over 1: the variant is faster).
     python scripts/probe_tma_narrow.py whole  # round 123: 4 x 6 and 5 x 5 of 8 KB at whole view rows, 2-byte and fp32
     python scripts/probe_tma_narrow.py rest   # round 124: 5 x 5 and 6 x 4 of 8 KB at the H200's other short rows
     python scripts/probe_tma_narrow.py most   # round 125: 6 x 4 at the longest rows, 7 x 3 and 8 x 3 of 8 KB
+    python scripts/probe_tma_narrow.py unseen # round 126: 6 x 4 and 5 x 5 at shapes no sweep has (a rule's check)
 """
 import sys
 from pathlib import Path
@@ -94,6 +95,16 @@ if __name__ == "__main__":
                    (777777, "float32")], results, trials=3)
         ab_trials("8 x 3 of 8 KB, 4 warps of 4 vectors", launch(8, 3, 4, 4),
                   [(131072, "float16"), (262144, "bfloat16"), (524288, "float32")], results, trials=3)
+        save_results("probe_tma_narrow.json", results)
+        sys.exit(0)
+    if sys.argv[1:] == ["unseen"]:  # rounds 123-125's winners where no probe has looked, before a rule is drawn
+        ab_trials("6 x 4 of 8 KB, 4 warps of 4 vectors", launch(6, 4, 4, 4),
+                  [(65536, "bfloat16"), (65536, "float32"), (98304, "float16"), (196608, "bfloat16"),
+                   (393216, "float16"), (2097152, "bfloat16"), (98304, "float32"), (196608, "float32"),
+                   (393216, "float32")], results, trials=3)
+        off = [(150001, "float32"), (300000, "float32"), (600001, "float32")]
+        ab_trials("5 x 5 of 8 KB, 4 warps of 4 vectors", launch(5, 5, 4, 4), off, results, trials=3)
+        ab_trials("6 x 4 of 8 KB, 4 warps of 4 vectors", launch(6, 4, 4, 4), off, results, trials=3)
         save_results("probe_tma_narrow.json", results)
         sys.exit(0)
     ab_trials("3 x 8 of 8 KB, 4 warps", launch(3, 8, 4, 4), SHORT + CONTROLS, results, trials=3)
