@@ -1502,6 +1502,16 @@ TMA_VIEW_ROW_BYTES = 512
 # a shape: 2-byte 100,000-100,001 +7.9-9.5% with 4 programs of 6 slots (5 of 5: +0.4-3.0%; 6 of 4: +0.3-3.0%); fp32
 # 100,000-100,001 (2 of 7 of 16 KB before) +2.5-3.4% with 5 of 5 (4 of 6: +1.1-1.6%). Four of 6 lost 8.3% at 2-byte
 # 777,777 (39 segments a row), 2.4% at 65,536 and up to 1.7% at whole view rows, which keep their rows.
+# Then more programs still (rounds 123-126, notes/probes/2026-11-26-h200-tma-{whole,rest,most,unseen}.json): on the
+# H200, rows of whole view rows from 65,536 columns (2 rows an SM or more up to 131,072, any past it) take 6 programs
+# of 4 slots of 8 KB on 4 warps, and float32 rows off view rows past 65,536 take 5 of 5. Against the table before,
+# three fresh inputs a shape: 2-byte 65,536 +3.4-3.5% (the tile kernel), 131,072-1M +2.4-3.7% (3 of 4, or 3 of 8 at
+# 1M); fp32 65,536 +2.2%, 131,072-262,144 +1.4-2.1%, 524,288 +5.1%, 1M +3.8% (one program of 14 before); fp32 off
+# view rows 150,001-777,777 +4.1-6.2% (2 of 7, or one program). The rule held at shapes no sweep has (round 126:
+# 2-byte 98,304-2M +2.8-4.0%, fp32 98,304-393,216 +1.7-3.4%). Seven and eight programs lost to six (round 125), and
+# 6 of 4 lost at fp32 777,777 (-3%), as 4 of 6 and 5 of 5 did at 2-byte rows off view rows past 131,072, which keep 3
+# of 8. Rows of whole view rows of 40,961-65,535 columns (57,345-65,535 in 2-byte types), between the row-tiles and
+# 65,536, were not measured: they take 6 of 4 by interpolation.
 SOFTMAX_PLANS = (
     #     op          max_cols  min_rows bytes path      rows  block  warps  progs stages segment unroll
     Plan("forward",        64,        0,  0, "rows",      64,     0,     4,    0),
@@ -1532,6 +1542,8 @@ SOFTMAX_PLANS = (
     Plan("forward",     24576,        0,  4, "row-tiles",  1,  4096,    16,    0),
     Plan("forward",     32768,        0,  0, "rows",       1,     0,    32,    0),
     Plan("forward",     40960,        2,  4, "row-tiles",  1,  8192,    32,    0,    0,      0, 1, True),
+    Plan("forward",    131072,        2,  0, "tma-stream", 4,    0,     4,    6,    0,  32768, tile_loop=True,
+         view_rows=True, min_l2_bytes=L2_60_MB),
     Plan("forward",     65536,        2,  0, "tile",       2,     0,    32,    1,    0,      0, 4, True),
     Plan("forward",    131072,        2,  2, "tma-stream", 4,    0,     8,    3,    0,  65536, tile_loop=True,
          view_rows=True),
@@ -1543,14 +1555,14 @@ SOFTMAX_PLANS = (
          edges_apart=True),
     Plan("forward",     65536,        2,  4, "tile",       2,     0,    32,    1,    0,      0, 2, partial_vectors=True),
     Plan("forward",     65536,        0,  4, "exchange",   0,  4096,     8,    4),
+    Plan("forward",  math.inf,        0,  0, "tma-stream", 4,    0,     4,    6,    0,  32768, tile_loop=True,
+         view_rows=True, min_l2_bytes=L2_60_MB),
+    Plan("forward",  math.inf,        0,  4, "tma-stream", 4,    0,     4,    5,    0,  40960, tile_loop=True,
+         min_l2_bytes=L2_60_MB),
     Plan("forward",    524288,        0,  4, "tma-stream", 4,    0,     8,    3,    0,  65536, tile_loop=True,
          view_rows=True),
-    Plan("forward",    131072,        2,  4, "tma-stream", 4,    0,     4,    5,    0,  40960, tile_loop=True,
-         min_l2_bytes=L2_60_MB),
     Plan("forward",    262144,        0,  4, "tma-stream", 4,    0,     8,    2,    0, 114688, tile_loop=True),
     Plan("forward",  math.inf,        0,  4, "tma-stream", 4,    0,     8,    1,    0, 229376),
-    Plan("forward",    524288,        0,  2, "tma-stream", 4,    0,     8,    3,    0,  65536, tile_loop=True,
-         view_rows=True, min_l2_bytes=L2_60_MB),
     Plan("forward",  math.inf,        0,  2, "tma-stream", 4,    0,     4,    3,    0,  65536, tile_loop=True,
          min_l2_bytes=L2_60_MB),
     Plan("forward",  math.inf,        0,  2, "tma-stream", 4,    0,     8,    3,    0,  65536, tile_loop=True,

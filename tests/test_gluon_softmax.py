@@ -46,8 +46,9 @@ def test_the_forward_rows_by_type_and_vectors():
     float32 rows past that take one program of 14 slots, unrolled. 2-byte rows off view rows take 3 programs of 8
     slots of 8 KB instead on the H200 (an L2 of 60 MB), on 4 warps, at any length, as do its 2-byte rows of whole view
     rows past 524,288; on an L2 under 60 MB (the H100) those to 131,072 take 4 programs of 6 slots of 8 KB on 8
-    warps (round 120), and on the H200 4 programs of 6 on 4 warps, with its float32 rows off view rows to 131,072 on
-    5 programs of 5 (round 121; 2 rows an SM or more). Only where the caller says the tensor is eligible:
+    warps (round 120), and on the H200 4 programs of 6 on 4 warps (round 121; 2 rows an SM or more). On the H200
+    every row of whole view rows from 65,536 columns takes 6 programs of 4 slots of 8 KB on 4 warps, and every float32
+    row off view rows past 65,536 5 programs of 5 (rounds 121-126). Only where the caller says the tensor is eligible:
     without that (the interpreter, other tensors) the same shapes take tile-stream or tile."""
     assert gs.VIEW_ROW_BYTES[0] == sm.TMA_VIEW_ROW_BYTES
     many = 2 * sm._sm_count(DEVICE)
@@ -56,28 +57,39 @@ def test_the_forward_rows_by_type_and_vectors():
     one = ("tma-stream", 1, 8, 4, 224, False)
     narrow_4, narrow_8 = ("tma-stream", 3, 4, 4, 64, True), ("tma-stream", 4, 8, 2, 48, True)
     four_4, five_4 = ("tma-stream", 4, 4, 4, 48, True), ("tma-stream", 5, 4, 4, 40, True)
+    six_4 = ("tma-stream", 6, 4, 4, 32, True)
+
+    def h200(launch, other):
+        """The H200's launch where the L2 holds 60 MB, else the H100's (the interpreter's)."""
+        return launch if big_l2 else other
     for n_rows, n_cols, elem_bytes, align, launch, without in (
-            (1024, 131072, 4, 4, three, "tile-stream"), (512, 262144, 4, 4, three, "tile-stream"),
-            (1, 65664, 4, 4, three, "tile-stream"), (256, 524288, 4, 4, three, "tile-stream"),
-            (1342, 100000, 4, 4, five_4 if big_l2 else two, "tile-stream"),
-            (1342, 100001, 4, 1, five_4 if big_l2 else two, "tile-stream"),
-            (many, 131076, 4, 4, two, "tile-stream"), (many - 1, 100000, 4, 4, two, "tile-stream"),
-            (32, 65540, 4, 4, two, "tile-stream"), (128, 1 << 20, 4, 4, one, "tile-stream"),
-            (172, 777777, 4, 1, one, "tile-stream"), (10**6, 524800, 4, 4, one, "tile-stream"),
-            (10**6, 262148, 4, 4, one, "tile-stream"),
-            (many, 131072, 2, 8, three, "tile"), (many, 65792, 2, 8, three, "tile"),
-            (many, 100000, 2, 8, four_4 if big_l2 else narrow_8, "tile"),
-            (many, 100001, 2, 1, four_4 if big_l2 else narrow_8, "tile"),
-            (128, 1 << 20, 2, 8, narrow_4 if big_l2 else three, "tile-stream"),
-            (172, 777777, 2, 1, narrow_4 if big_l2 else two, "tile-stream"),
-            (256, 524288, 2, 8, three, "tile-stream"), (512, 262144, 2, 8, three, "tile-stream"),
-            (many - 1, 100001, 2, 1, narrow_4 if big_l2 else two, "tile-stream")):
+            (1024, 131072, 4, 4, h200(six_4, three), "tile-stream"),
+            (512, 262144, 4, 4, h200(six_4, three), "tile-stream"),
+            (1, 65664, 4, 4, h200(six_4, three), "tile-stream"), (256, 524288, 4, 4, h200(six_4, three), "tile-stream"),
+            (1342, 100000, 4, 4, h200(five_4, two), "tile-stream"),
+            (1342, 100001, 4, 1, h200(five_4, two), "tile-stream"),
+            (many, 131076, 4, 4, h200(five_4, two), "tile-stream"),
+            (many - 1, 100000, 4, 4, h200(five_4, two), "tile-stream"),
+            (32, 65540, 4, 4, h200(five_4, two), "tile-stream"), (128, 1 << 20, 4, 4, h200(six_4, one), "tile-stream"),
+            (172, 777777, 4, 1, h200(five_4, one), "tile-stream"),
+            (10**6, 524800, 4, 4, h200(six_4, one), "tile-stream"),
+            (10**6, 262148, 4, 4, h200(five_4, one), "tile-stream"),
+            (many, 131072, 2, 8, h200(six_4, three), "tile"), (many, 65792, 2, 8, h200(six_4, three), "tile"),
+            (many, 100000, 2, 8, h200(four_4, narrow_8), "tile"),
+            (many, 100001, 2, 1, h200(four_4, narrow_8), "tile"),
+            (128, 1 << 20, 2, 8, h200(six_4, three), "tile-stream"),
+            (172, 777777, 2, 1, h200(narrow_4, two), "tile-stream"),
+            (256, 524288, 2, 8, h200(six_4, three), "tile-stream"),
+            (512, 262144, 2, 8, h200(six_4, three), "tile-stream"),
+            (many - 1, 100001, 2, 1, h200(narrow_4, two), "tile-stream")):
         plan = sm._select_plan("forward", n_rows, n_cols, elem_bytes, DEVICE, align, True)
         launch_made = forward_launch(plan) if plan.path == "tma-stream" else (plan.path,)
         assert launch_made == launch, (n_rows, n_cols, elem_bytes, plan)
         assert sm._select_plan("forward", n_rows, n_cols, elem_bytes, DEVICE, align).path == without
-    for elem_bytes in (2, 4):  # rows of up to 65,536 columns keep the tile kernel
-        assert sm._select_plan("forward", 10**6, 65536, elem_bytes, DEVICE, 16 // elem_bytes, True).path == "tile"
+    for elem_bytes in (2, 4):  # rows of up to 65,536 columns keep the tile kernel (on the H200: where not eligible)
+        plan = sm._select_plan("forward", 10**6, 65536, elem_bytes, DEVICE, 16 // elem_bytes, True)
+        assert (forward_launch(plan) if plan.path == "tma-stream" else (plan.path,)) == h200(six_4, ("tile",))
+        assert sm._select_plan("forward", 10**6, 65536, elem_bytes, DEVICE, 16 // elem_bytes).path == "tile"
 
 
 def test_the_backward_rows_by_l2_and_type():
@@ -209,6 +221,7 @@ print(facts["REG"], facts["STACK"], facts["LOCAL"], kernel.metadata.shared, sass
     ("forward", "bf16", "loose", 4, 8, 2), ("forward", "fp16", "whole", 4, 8, 2),  # the H100's
     ("forward", "bf16", "loose", 4, 4, 4), ("forward", "fp16", "whole", 4, 4, 4),  # the H200's, to 131,072
     ("forward", "fp32", "loose", 5, 4, 4), ("forward", "fp32", "whole", 5, 4, 4),
+    ("forward", "fp16", "whole", 6, 4, 4), ("forward", "fp32", "whole", 6, 4, 4),  # whole view rows only
     ("backward", "fp32", "whole", 1, 8, 4), ("backward", "fp16", "whole", 1, 8, 4)], ids=str)
 def test_tma_stream_compiles_for_hopper_without_spills(op, dtype, rows, programs, warps, vectors):
     """The table's launches compile for sm_90 with nothing spilled, within a Hopper program's 227 KB of shared memory,
@@ -292,12 +305,13 @@ def test_two_byte_rows_off_view_rows_take_their_gpus_row():
     forward_checked(x, expect_tma=True)
 
 
-# Both GPUs' 8 KB tiles (3 programs of 8 slots on 4 warps, 4 of 6 on 8 or on 4, 5 of 5 on 4) on either GPU, waiting
-# for siblings and with no wait at all (the cold path, as in the test above): rows of partial vectors (300 x 100,001
-# fp16 and fp32; 8 x 777,777 bf16, 14-39 segments a row), of whole vectors off view rows (300 x 100,000 bf16 and fp32:
-# even segments) and of whole view rows (4 x 1M fp16: 32-52 segments).
+# Both GPUs' 8 KB tiles (3 programs of 8 slots on 4 warps, 4 of 6 on 8 or on 4, 5 of 5 and 6 of 4 on 4) on either
+# GPU, waiting for siblings and with no wait at all (the cold path, as in the test above): rows of partial vectors
+# (300 x 100,001 fp16 and fp32; 8 x 777,777 bf16, 14-39 segments a row), of whole vectors off view rows (300 x 100,000
+# bf16 and fp32: even segments) and of whole view rows (4 x 1M fp16: 32-64 segments).
 @on_hopper
-@pytest.mark.parametrize("programs,slots,vectors,warps", [(3, 8, 4, 4), (4, 6, 2, 8), (4, 6, 4, 4), (5, 5, 4, 4)])
+@pytest.mark.parametrize("programs,slots,vectors,warps", [(3, 8, 4, 4), (4, 6, 2, 8), (4, 6, 4, 4), (5, 5, 4, 4),
+                                                         (6, 4, 4, 4)])
 @pytest.mark.parametrize("n_rows,n_cols,dtype", [(300, 100001, torch.float16), (8, 777777, torch.bfloat16),
                                                  (300, 100000, torch.bfloat16), (4, 1 << 20, torch.float16),
                                                  (300, 100001, torch.float32), (300, 100000, torch.float32)], ids=str)
