@@ -1,4 +1,4 @@
-"""Probe (round 118): tma-stream forward launches of finer tiles for the H100's 2-byte rows still under 90% of copy.
+"""Probe (rounds 118-127): tma-stream launches of finer tiles, more programs an SM, at rows under 90% of copy.
 
 Exploration, not evidence. On the H200, three programs an SM of 8 slots of 8 KB tiles (4 warps) ran 2-byte rows of
 777,777-1M 2.5-5% faster than the table's 3 x 4 of 16 KB (rounds 116-117): a slot is refilled after half the work.
@@ -14,12 +14,13 @@ ratio over 1: the variant is faster).
     python scripts/probe_tma_narrow.py        # on a Hopper GPU; $OUT/probe_tma_narrow.json
     python scripts/probe_tma_narrow.py h200   # round 119: 3 x 8 of 8 KB on 4 and 8 warps at the H200's 2-byte rows
     python scripts/probe_tma_narrow.py finer  # round 120: 4 KB tiles, and 4 programs, at the H100's last rows
-    python scripts/probe_tma_narrow.py four   # round 121: 4 programs of 6 slots of 8 KB, 4 and 8 warps, across the sweep
+    python scripts/probe_tma_narrow.py four   # round 121: 4 programs of 6 slots of 8 KB, 4 and 8 warps, all shapes
     python scripts/probe_tma_narrow.py five   # round 121b: 5 x 5 and 6 x 4 of 8 KB on 4 warps at the H200's 100,000
     python scripts/probe_tma_narrow.py whole  # round 123: 4 x 6 and 5 x 5 of 8 KB at whole view rows, 2-byte and fp32
     python scripts/probe_tma_narrow.py rest   # round 124: 5 x 5 and 6 x 4 of 8 KB at the H200's other short rows
     python scripts/probe_tma_narrow.py most   # round 125: 6 x 4 at the longest rows, 7 x 3 and 8 x 3 of 8 KB
     python scripts/probe_tma_narrow.py unseen # round 126: 6 x 4 and 5 x 5 at shapes no sweep has (a rule's check)
+    python scripts/probe_tma_narrow.py backward  # next (127): the backward on more programs of 8 KB tiles
 """
 import sys
 from pathlib import Path
@@ -27,13 +28,28 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from probe_long_rows import save_results, warm_up_gpu  # noqa: E402
+from probe_long_rows import save_results, sm, warm_up_gpu  # noqa: E402
 from probe_tma_ctas import capped_forward as launch  # noqa: E402  (programs, slots, vectors, warps, part_rows)
-from probe_trials import ab_trials  # noqa: E402
+from probe_tma_ctas import MAX_POLLS, programs_per_sm  # noqa: E402
+from probe_trials import ab_trials, backward_case  # noqa: E402
+from kernels import gluon_softmax as gs  # noqa: E402
 
 SHORT = [(65536, "bfloat16"), (100000, "float16"), (100000, "bfloat16"), (100001, "float16"), (100001, "bfloat16"),
          (777777, "bfloat16")]
 CONTROLS = [(524288, "float16"), (1048576, "bfloat16")]
+
+
+def narrow_backward(k: int, slots: int, vectors_per_thread: int = 4, num_warps: int = 4):
+    """tma-stream's backward with k programs an SM of slots tiles of each tensor (a tile: vectors_per_thread x
+    num_warps x 32 16-byte vectors), registers capped at a program's share of the SM."""
+    tile_bytes = vectors_per_thread * num_warps * 32 * 16
+
+    def run(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
+        dx = torch.empty_like(y)
+        gs.tma_stream_backward(dx, y, dy, vectors_per_thread, num_warps, 2 * slots * tile_bytes, MAX_POLLS,
+                               gs._register_share(k, num_warps) or 128, launch=programs_per_sm(k, (6, 8)))
+        return dx
+    return run
 
 
 if __name__ == "__main__":
@@ -95,6 +111,14 @@ if __name__ == "__main__":
                    (777777, "float32")], results, trials=3)
         ab_trials("8 x 3 of 8 KB, 4 warps of 4 vectors", launch(8, 3, 4, 4),
                   [(131072, "float16"), (262144, "bfloat16"), (524288, "float32")], results, trials=3)
+        save_results("probe_tma_narrow.json", results)
+        sys.exit(0)
+    if sys.argv[1:] == ["backward"]:  # the forward's lever (rounds 121-126) on the backward: y and dy a slot each
+        rows = [(1048576, "float32"), (131072, "float32"), (65536, "float32"), (1048576, "float16"),
+                (131072, "bfloat16")]
+        for k, slots in ((3, 4), (4, 3), (5, 2), (6, 2)):
+            ab_trials(f"backward {k} x {slots} of 8 KB a tensor, 4 warps of 4 vectors", narrow_backward(k, slots), rows,
+                      results, baseline=sm.softmax_backward, trials=3, case=backward_case)
         save_results("probe_tma_narrow.json", results)
         sys.exit(0)
     if sys.argv[1:] == ["unseen"]:  # rounds 123-125's winners where no probe has looked, before a rule is drawn
