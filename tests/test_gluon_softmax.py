@@ -8,6 +8,7 @@ CPU: TRITON_INTERPRET=1 python -m pytest tests/test_gluon_softmax.py -q
 GPU: python -m pytest tests/test_gluon_softmax.py -q
 """
 import importlib
+import json
 import os
 import subprocess
 import sys
@@ -159,60 +160,6 @@ def test_last_tiles_under_half_full_are_asked_for_in_parts(n_cols, tile_loop, ap
     assert part_rows == (gs.LAST_TILE_PART_ROWS if apart else tile // width)
 
 
-# Compiles the table's tma-stream launch for sm_90 through ptxas, outside the interpreter, and prints its resource
-# use: registers, local memory (spills), shared memory, and the TMA loads and 16-byte stores in its SASS.
-HOPPER_COMPILE = """
-import re, subprocess, sys, tempfile
-from pathlib import Path
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.experimental.gluon._runtime import GluonASTSource
-import kernels.triton_softmax as sm
-import kernels.gluon_softmax as gs
-op, dtype, loose_rows = sys.argv[1], sys.argv[2], sys.argv[3] == "loose"
-programs, warps, vectors = map(int, sys.argv[4:7])
-elem = 4 if dtype == "fp32" else 2
-plan = next(plan for plan in sm.SOFTMAX_PLANS if plan.path == "tma-stream" and plan.op == op
-            and plan.elem_bytes in (0, elem) and plan.programs_per_sm == programs and plan.num_warps == warps
-            and plan.rows_per_program == vectors)
-maxnreg = plan.maxnreg or gs._register_share(programs, plan.num_warps)
-tile, width = plan.num_warps * 32 * plan.rows_per_program * 16 // elem, 512 // elem
-layout = f"NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth={8 * elem}, rank=2)"
-desc, pointer = f"tensordesc<{dtype}[{tile // width},{width}],{layout}>", "*" + dtype
-scalars = {"slots_ptr": "*i64", "n_rows": "i32", "n_cols": "i32", "n_segments": "i32", "segment_cols": "i32",
-           "max_polls": "i32"}
-if op == "forward":
-    part_rows = tile // width if plan.tile_loop else gs.LAST_TILE_PART_ROWS  # as _last_tile_part_rows asks at most
-    part_desc = f"tensordesc<{dtype}[{part_rows},{width}],{layout}>"
-    signature = {"output_ptr": pointer, "input_ptr": pointer, "in_desc": desc, "part_desc": part_desc, **scalars}
-    kernel_fn, slots, aligned = gs._tma_stream_fwd_kernel, plan.segment_bytes // (tile * elem), (0, 1, 4)
-    kind = dict(LOOSE=triton.next_power_of_2(2 * 16 // elem + width) if loose_rows else 0, TILE_LOOP=plan.tile_loop)
-else:
-    signature = {"grad_input_ptr": pointer, "output_ptr": pointer, "grad_output_ptr": pointer, "y_desc": desc,
-                 "dy_desc": desc, **scalars}
-    kernel_fn, slots, aligned = gs._tma_stream_bwd_kernel, plan.segment_bytes // 2 // (tile * elem), (0, 1, 2, 5)
-    kind = dict(ALIGN=16 // elem)
-# more programs an SM cut rows in more segments: a wider slot vector
-constexprs = dict(TILE=tile, SLOTS=slots, VEC=16 // elem, SEGMENTS_BLOCK=32 if programs == 1 else 64,
-                  NUM_WARPS=plan.num_warps, **kind)
-signature.update(dict.fromkeys(constexprs, "constexpr"))
-kernel = triton.compile(GluonASTSource(fn=kernel_fn, signature=signature, constexprs=constexprs,
-                                       attrs={(i,): [["tt.divisibility", 16]] for i in aligned}),
-                        target=GPUTarget("cuda", 90, 32),
-                        options={"num_warps": plan.num_warps, **({"maxnreg": maxnreg} if maxnreg else {})})
-cuobjdump = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
-with tempfile.NamedTemporaryFile(suffix=".cubin") as cubin:
-    cubin.write(kernel.asm["cubin"])
-    cubin.flush()
-    usage = subprocess.run([str(cuobjdump), "-res-usage", cubin.name], capture_output=True, text=True).stdout
-    sass = subprocess.run([str(cuobjdump), "-sass", cubin.name], capture_output=True, text=True).stdout
-facts = dict(re.findall(r"(REG|STACK|LOCAL):(\\d+)", usage))
-print(facts["REG"], facts["STACK"], facts["LOCAL"], kernel.metadata.shared, sass.count("UTMALDG"),
-      sass.count("STG.E.128"), constexprs["SLOTS"], int(plan.tile_loop), maxnreg or 255,
-      plan.segment_bytes // (tile * elem))
-"""
-
-
 @pytest.mark.parametrize("op,dtype,rows,programs,warps,vectors", [
     ("forward", "fp32", "whole", 1, 8, 4), ("forward", "fp32", "loose", 1, 8, 4),
     ("forward", "fp32", "whole", 3, 8, 4), ("forward", "fp32", "loose", 2, 8, 4),
@@ -232,22 +179,30 @@ def test_tma_stream_compiles_for_hopper_without_spills(op, dtype, rows, programs
     whole view row). The unrolled forward may ask for an item's last tile apart (round 111): one box, or a loop of
     part boxes and one of boxes aimed out of the tensor, in two places (the first item, the next), each place's loops
     to 1-8 loads."""
+    elem = 4 if dtype == "fp32" else 2
+    plan = next(plan for plan in sm.SOFTMAX_PLANS if plan.path == "tma-stream" and plan.op == op
+                and plan.elem_bytes in (0, elem) and plan.programs_per_sm == programs and plan.num_warps == warps
+                and plan.rows_per_program == vectors)
+    tensors, tile_bytes = 1 if op == "forward" else 2, warps * 32 * vectors * 16
+    slots = plan.segment_bytes // tensors // tile_bytes
+    assert slots * tile_bytes * tensors * programs <= 14 * 16384
     env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-c", HOPPER_COMPILE, op, dtype, rows, str(programs), str(warps),
-                           str(vectors)], env=env,
-                          capture_output=True, text=True, timeout=600, cwd=Path(__file__).resolve().parent.parent)
+    command = [sys.executable, "scripts/compile_tma.py", op, dtype, "--programs", str(programs), "--warps", str(warps),
+               "--vectors", str(vectors), "--slots", str(slots), "--maxnreg", str(plan.maxnreg)]
+    command += ["--loose"] * (rows == "loose") + ["--tile-loop"] * plan.tile_loop
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600,
+                          cwd=Path(__file__).resolve().parent.parent)
     assert done.returncode == 0, done.stderr[-2000:]
-    registers, stack, local, shared, tma_loads, vector_stores, slots, tile_loop, cap, planned = map(
-        int, done.stdout.split())
-    assert stack == 0 and local == 0, done.stdout  # spills would show as stack or local memory
-    assert 0 < registers <= cap and shared <= 227 * 1024
+    facts = json.loads(done.stdout)
+    registers, shared, tma_loads, vector_stores = (facts[key] for key in ("registers", "shared", "tma_loads",
+                                                                          "vector_stores"))
+    assert facts["stack"] == 0 and facts["local"] == 0, done.stdout  # spills would show as stack or local memory
+    assert 0 < registers <= facts["register_cap"] and shared <= 227 * 1024
     assert programs * (shared + gs.PROGRAM_RESERVED_BYTES) <= gs.SM_SHARED_BYTES, done.stdout
     assert programs * registers * warps * 32 <= gs.SM_REGISTERS, done.stdout
-    tensors, tile_bytes = 1 if op == "forward" else 2, warps * 32 * vectors * 16
-    assert slots == planned // tensors and slots * tile_bytes * tensors * programs <= 14 * 16384
     if op == "backward":
         assert tma_loads == 2 * tensors * slots and vector_stores >= slots, done.stdout
-    elif tile_loop:  # a 16-byte store a thread for each of its vectors of a tile
+    elif plan.tile_loop:  # a 16-byte store a thread for each of its vectors of a tile
         assert (tma_loads, vector_stores) == (slots + 2, vectors), done.stdout
     else:
         whole_tiles = 2 * (slots - 1) + 2
