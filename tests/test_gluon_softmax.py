@@ -40,7 +40,8 @@ def forward_launch(plan) -> tuple:
             plan.tile_loop)
 
 
-def test_the_forward_rows_by_type_and_vectors():
+@pytest.mark.parametrize("gpu_l2_mb", [0, 50, 60], ids=["this-device", "h100-l2", "h200-l2"])
+def test_the_forward_rows_by_type_and_vectors(gpu_l2_mb, monkeypatch):
     """The forward's tma-stream rows (rounds 113-114, 118-119): rows of whole view rows take 3 programs an SM of 4
     slots of 16 KB, others 2 of 7, both as a tile loop, for float32 rows of 65,537-524,288 columns (2 of 7: to
     262,144) and 2-byte rows past 65,536 (of 65,537-131,072 only with 2 rows an SM or more: the case measured);
@@ -50,8 +51,12 @@ def test_the_forward_rows_by_type_and_vectors():
     warps (round 120), and on the H200 4 programs of 6 on 4 warps (round 121; 2 rows an SM or more). On the H200
     every row of whole view rows from 65,536 columns takes 6 programs of 4 slots of 8 KB on 4 warps, and every float32
     row off view rows past 65,536 5 programs of 5 (rounds 121-126). Only where the caller says the tensor is eligible:
-    without that (the interpreter, other tensors) the same shapes take tile-stream or tile."""
+    without that (the interpreter, other tensors) the same shapes take tile-stream or tile. On this device, and as
+    on a GPU of 132 SMs with the H100's L2 and with the H200's, so that CI checks both GPUs' rows."""
     assert gs.VIEW_ROW_BYTES[0] == sm.TMA_VIEW_ROW_BYTES
+    if gpu_l2_mb:
+        monkeypatch.setattr(sm, "_l2_bytes", lambda device: gpu_l2_mb << 20)
+        monkeypatch.setattr(sm, "_sm_count", lambda device: 132)
     many = 2 * sm._sm_count(DEVICE)
     big_l2 = sm._l2_bytes(DEVICE) >= sm.L2_60_MB  # the H200; else (the interpreter too) the H100's rows
     three, two = ("tma-stream", 3, 8, 4, 64, True), ("tma-stream", 2, 8, 4, 112, True)
@@ -93,9 +98,13 @@ def test_the_forward_rows_by_type_and_vectors():
         assert sm._select_plan("forward", 10**6, 65536, elem_bytes, DEVICE, 16 // elem_bytes).path == "tile"
 
 
-def test_the_backward_rows_by_l2_and_type():
+@pytest.mark.parametrize("gpu_l2_mb", [0, 50, 60], ids=["this-device", "h100-l2", "h200-l2"])
+def test_the_backward_rows_by_l2_and_type(gpu_l2_mb, monkeypatch):
     """The backward takes tma-stream from 65,536 columns in every type where the tensors are eligible, but on an L2
-    under 60 MB (the H100) 2-byte rows of 65,537-262,144 keep stream, which led there (round 99)."""
+    under 60 MB (the H100) 2-byte rows of 65,537-262,144 keep stream, which led there (round 99). On this device, and
+    as on the H100's L2 and the H200's."""
+    if gpu_l2_mb:
+        monkeypatch.setattr(sm, "_l2_bytes", lambda device: gpu_l2_mb << 20)
     big_l2 = sm._l2_bytes(DEVICE) >= sm.L2_60_MB  # the H200: tma-stream everywhere; else (the interpreter) the H100's
     for n_cols, elem_bytes, path in ((65536, 2, "tma-stream"), (131072, 2, "stream"), (262144, 2, "stream"),
                                      (262152, 2, "tma-stream"), (1 << 20, 2, "tma-stream"), (65536, 4, "tma-stream"),
