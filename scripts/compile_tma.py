@@ -12,12 +12,11 @@ machine with triton installed can check a launch before device time is spent on 
 import argparse
 import json
 import re
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def facts(op: str, dtype: str, programs: int, warps: int, vectors: int, slots: int, loose: bool = False,
@@ -31,6 +30,7 @@ def facts(op: str, dtype: str, programs: int, warps: int, vectors: int, slots: i
     from triton.experimental.gluon._runtime import GluonASTSource
 
     from kernels import gluon_softmax as gs
+    from sass_digest import cuobjdump
 
     elem = 4 if dtype == "fp32" else 2
     maxnreg = maxnreg or gs._register_share(programs, warps)
@@ -59,12 +59,7 @@ def facts(op: str, dtype: str, programs: int, warps: int, vectors: int, slots: i
                                            attrs={(i,): [["tt.divisibility", 16]] for i in divisible}),
                             target=GPUTarget("cuda", 90, 32),
                             options={"num_warps": warps, **({"maxnreg": maxnreg} if maxnreg else {})})
-    cuobjdump = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as cubin:
-        cubin.write(kernel.asm["cubin"])
-        cubin.flush()
-        usage = subprocess.run([str(cuobjdump), "-res-usage", cubin.name], capture_output=True, text=True).stdout
-        sass = subprocess.run([str(cuobjdump), "-sass", cubin.name], capture_output=True, text=True).stdout
+    usage, sass = cuobjdump(kernel, "-res-usage"), cuobjdump(kernel, "-sass")
     used = {key: int(value) for key, value in re.findall(r"(REG|STACK|LOCAL):(\d+)", usage)}
     return {"triton": triton.__version__, "registers": used["REG"], "stack": used["STACK"], "local": used["LOCAL"],
             "shared": kernel.metadata.shared, "register_cap": maxnreg or 255,

@@ -21,9 +21,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from probe_long_rows import save_results, sm, warm_up_gpu  # noqa: E402
-from probe_tma_ctas import MAX_POLLS, capped_forward  # noqa: E402
+from probe_tma_ctas import capped_forward  # noqa: E402
 from probe_trials import ab_trials  # noqa: E402
-from kernels import gluon_softmax as gs  # noqa: E402
 
 
 def tile(vectors_per_thread: int, num_warps: int, programs_per_sm: int, unroll: int, edges_apart: bool):
@@ -32,18 +31,6 @@ def tile(vectors_per_thread: int, num_warps: int, programs_per_sm: int, unroll: 
         y = torch.empty_like(x)
         sm._forward_tile_online(y, x, vectors_per_thread, num_warps, programs_per_sm, sm._forward_align(y, x),
                                 unroll, sm._log2_exp(x), vector_edges=False, edges_apart=edges_apart)
-        return y
-    return run
-
-
-def unrolled(k: int, slots: int, vectors_per_thread: int = 4, num_warps: int = 8):
-    """tma-stream with k programs an SM of slots tiles each, its tiles unrolled (TILE_LOOP off)."""
-    tile_bytes = vectors_per_thread * num_warps * 32 * 16
-
-    def run(x: torch.Tensor) -> torch.Tensor:
-        y = torch.empty_like(x)
-        gs.tma_stream_forward(y, x, vectors_per_thread, num_warps, slots * tile_bytes, MAX_POLLS, False,
-                              programs_per_sm=k)
         return y
     return run
 
@@ -66,9 +53,10 @@ if __name__ == "__main__":
               results, trials=3)
     ab_trials("tma 2 x 7 of 16 KB, 16 warps of 2 vectors", capped_forward(2, 7, 2, 16), SIXTY_FOUR_K + LONG_TWO_BYTE,
               results, trials=3)
-    ab_trials("tma 2 x 7 of 16 KB, 8 warps of 4 vectors, unrolled", unrolled(2, 7), LONG_TWO_BYTE, results, trials=3)
-    ab_trials("tma 1 x 14 of 16 KB, 16 warps of 2 vectors, unrolled", unrolled(1, 14, 2, 16), LONG_FP32, results,
-              trials=3)
+    ab_trials("tma 2 x 7 of 16 KB, 8 warps of 4 vectors, unrolled", capped_forward(2, 7, tile_loop=False),
+              LONG_TWO_BYTE, results, trials=3)
+    ab_trials("tma 1 x 14 of 16 KB, 16 warps of 2 vectors, unrolled", capped_forward(1, 14, 2, 16, tile_loop=False),
+              LONG_FP32, results, trials=3)
     ab_trials("tma 2 x 7 of 16 KB, 16 warps of 2 vectors (fp32)", capped_forward(2, 7, 2, 16), LONG_FP32, results,
               trials=3)
     save_results("probe_h100_last.json", results)

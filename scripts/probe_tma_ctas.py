@@ -48,11 +48,14 @@ def forward(k: int, slots: int, tile_loop: bool):
     return run
 
 
-def backward(k: int, slots: int):
-    """tma-stream's backward with k programs an SM of slots tiles of each tensor (the table's 128-register cap)."""
+def backward(k: int, slots: int, vectors_per_thread: int = 4, num_warps: int = 8, maxnreg: int = 128):
+    """tma-stream's backward with k programs an SM of slots tiles of each tensor (a tile: vectors_per_thread x
+    num_warps x 32 16-byte vectors, by default the table's 16 KB), registers capped at maxnreg (the table's 128)."""
+    tile_bytes = vectors_per_thread * num_warps * 32 * 16
+
     def run(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
         dx = torch.empty_like(y)
-        gs.tma_stream_backward(dx, y, dy, 4, 8, 2 * slots * TILE_BYTES, MAX_POLLS, 128,
+        gs.tma_stream_backward(dx, y, dy, vectors_per_thread, num_warps, 2 * slots * tile_bytes, MAX_POLLS, maxnreg,
                                launch=programs_per_sm(k, (6, 8)))
         return dx
     return run
@@ -67,15 +70,16 @@ BACKWARD = [(131072, "float32"), (1048576, "float32"), (1048576, "float16")]
 WIDE_SHAPES = [(65536, "float16"), (65536, "bfloat16"), (777777, "float16"), (777777, "float32")]
 FORWARD_LAUNCHES = ((1, 14, True), (2, 7, True), (2, 7, False), (3, 4, True))
 
-def capped_forward(k: int, slots: int, vectors_per_thread: int = 4, num_warps: int = 8, part_rows: int = 0):
-    """The product's launch of k programs an SM of slots tiles each, as a tile loop (registers capped at the share);
-    a tile is vectors_per_thread x num_warps x 32 16-byte vectors (by default the table's 16 KB), part_rows as
-    gs.tma_stream_forward takes it."""
+def capped_forward(k: int, slots: int, vectors_per_thread: int = 4, num_warps: int = 8, part_rows: int = 0,
+                   tile_loop: bool = True):
+    """The product's launch of k programs an SM of slots tiles each, as a tile loop unless told otherwise (registers
+    capped at the share); a tile is vectors_per_thread x num_warps x 32 16-byte vectors (by default the table's
+    16 KB), part_rows as gs.tma_stream_forward takes it."""
     tile_bytes = vectors_per_thread * num_warps * 32 * 16
 
     def run(x: torch.Tensor) -> torch.Tensor:
         y = torch.empty_like(x)
-        gs.tma_stream_forward(y, x, vectors_per_thread, num_warps, slots * tile_bytes, MAX_POLLS, True,
+        gs.tma_stream_forward(y, x, vectors_per_thread, num_warps, slots * tile_bytes, MAX_POLLS, tile_loop,
                               part_rows=part_rows, programs_per_sm=k)
         return y
     return run

@@ -30,26 +30,13 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from probe_long_rows import save_results, sm, warm_up_gpu  # noqa: E402
 from probe_tma_ctas import capped_forward as launch  # noqa: E402  (programs, slots, vectors, warps, part_rows)
-from probe_tma_ctas import MAX_POLLS, programs_per_sm  # noqa: E402
+from probe_tma_ctas import backward  # noqa: E402
 from probe_trials import ab_trials, backward_case  # noqa: E402
 from kernels import gluon_softmax as gs  # noqa: E402
 
 SHORT = [(65536, "bfloat16"), (100000, "float16"), (100000, "bfloat16"), (100001, "float16"), (100001, "bfloat16"),
          (777777, "bfloat16")]
 CONTROLS = [(524288, "float16"), (1048576, "bfloat16")]
-
-
-def narrow_backward(k: int, slots: int, vectors_per_thread: int = 4, num_warps: int = 4):
-    """tma-stream's backward with k programs an SM of slots tiles of each tensor (a tile: vectors_per_thread x
-    num_warps x 32 16-byte vectors), registers capped at a program's share of the SM."""
-    tile_bytes = vectors_per_thread * num_warps * 32 * 16
-
-    def run(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
-        dx = torch.empty_like(y)
-        gs.tma_stream_backward(dx, y, dy, vectors_per_thread, num_warps, 2 * slots * tile_bytes, MAX_POLLS,
-                               gs._register_share(k, num_warps) or 128, launch=programs_per_sm(k, (6, 8)))
-        return dx
-    return run
 
 
 if __name__ == "__main__":
@@ -117,7 +104,8 @@ if __name__ == "__main__":
         rows = [(1048576, "float32"), (131072, "float32"), (65536, "float32"), (1048576, "float16"),
                 (131072, "bfloat16")]
         for k, slots in ((3, 4), (4, 3), (5, 2), (6, 2)):
-            ab_trials(f"backward {k} x {slots} of 8 KB a tensor, 4 warps of 4 vectors", narrow_backward(k, slots), rows,
+            narrow = backward(k, slots, 4, 4, gs._register_share(k, 4) or 128)  # capped at the program's share
+            ab_trials(f"backward {k} x {slots} of 8 KB a tensor, 4 warps of 4 vectors", narrow, rows,
                       results, baseline=sm.softmax_backward, trials=3, case=backward_case)
         save_results("probe_tma_narrow.json", results)
         sys.exit(0)

@@ -33,12 +33,17 @@ def load_module(path: str, name: str = "softmax_under_digest"):
     return module
 
 
-def sass_digest(kernel) -> str:
-    """12 hex digits of the SASS text of a compiled kernel (instructions only: no names, paths or line numbers)."""
+def cuobjdump(kernel, *flags: str) -> str:
+    """What Triton's cuobjdump prints for a compiled kernel's cubin under flags (-sass, -res-usage)."""
     with tempfile.NamedTemporaryFile(suffix=".cubin") as cubin:
         cubin.write(kernel.asm["cubin"])
         cubin.flush()
-        text = subprocess.run([str(CUOBJDUMP), "-sass", cubin.name], capture_output=True, text=True, check=True).stdout
+        return subprocess.run([str(CUOBJDUMP), *flags, cubin.name], capture_output=True, text=True, check=True).stdout
+
+
+def sass_digest(kernel) -> str:
+    """12 hex digits of the SASS text of a compiled kernel (instructions only: no names, paths or line numbers)."""
+    text = cuobjdump(kernel, "-sass")
     instructions = "\n".join(line for line in text.split("\n") if "/*" in line and "Function" not in line)
     return hashlib.sha1(instructions.encode()).hexdigest()[:12]
 

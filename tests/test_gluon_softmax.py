@@ -34,8 +34,10 @@ ATOL, RTOL = FORWARD_TOL[torch.float32]
 
 
 def forward_launch(plan) -> tuple:
-    """A forward tma-stream row's launch: (path, programs an SM, warps, vectors a thread, KB of slots a program,
-    tile loop)."""
+    """A forward row's launch: for tma-stream (path, programs an SM, warps, vectors a thread, KB of slots a program,
+    tile loop), for any other path (path,)."""
+    if plan.path != "tma-stream":
+        return (plan.path,)
     return (plan.path, plan.programs_per_sm, plan.num_warps, plan.rows_per_program, plan.segment_bytes // 1024,
             plan.tile_loop)
 
@@ -89,12 +91,11 @@ def test_the_forward_rows_by_type_and_vectors(gpu_l2_mb, monkeypatch):
             (512, 262144, 2, 8, h200(six_4, three), "tile-stream"),
             (many - 1, 100001, 2, 1, h200(narrow_4, two), "tile-stream")):
         plan = sm._select_plan("forward", n_rows, n_cols, elem_bytes, DEVICE, align, True)
-        launch_made = forward_launch(plan) if plan.path == "tma-stream" else (plan.path,)
-        assert launch_made == launch, (n_rows, n_cols, elem_bytes, plan)
+        assert forward_launch(plan) == launch, (n_rows, n_cols, elem_bytes, plan)
         assert sm._select_plan("forward", n_rows, n_cols, elem_bytes, DEVICE, align).path == without
     for elem_bytes in (2, 4):  # rows of up to 65,536 columns keep the tile kernel (on the H200: where not eligible)
         plan = sm._select_plan("forward", 10**6, 65536, elem_bytes, DEVICE, 16 // elem_bytes, True)
-        assert (forward_launch(plan) if plan.path == "tma-stream" else (plan.path,)) == h200(six_4, ("tile",))
+        assert forward_launch(plan) == h200(six_4, ("tile",))
         assert sm._select_plan("forward", 10**6, 65536, elem_bytes, DEVICE, 16 // elem_bytes).path == "tile"
 
 
