@@ -22,6 +22,7 @@ anywhere a view row does: a segment's first tile starts at the view row that hol
 takes any row length: its tiles work on whole 16-byte vectors only, and the loose elements (a segment's partial
 vectors at either end, and the tail past the last whole view row) are read and written apart (round 102).
 """
+import math
 from typing import Callable, NamedTuple
 
 import torch
@@ -58,15 +59,35 @@ def _pack(hi, lo):
 
 
 @gluon.jit
-def _item_span(item, n_segments, segment_cols, n_cols, TILE: gl.constexpr, W: gl.constexpr):
+def _segment_span(row, segment, segment_cols, n_cols, W: gl.constexpr, ALIGNED: gl.constexpr, STEP: gl.constexpr):
+    """(flat index of the segment's first element, of its end). A row's segments are segment_cols columns, its last
+    what is left; with ALIGNED, every segment but a row's first starts on a view row of W elements (segment_cols is
+    then whole tiles), so that only a row's first segment straddles a view row, and a row's last segment may be
+    empty (first == end). STEP: a number of elements every row start is a multiple of (VEC for rows of whole vectors),
+    which the compiler is told so that segment edges keep 16-byte stores."""
+    row_first = row * n_cols
+    if ALIGNED:
+        lead = row_first % W // STEP * STEP  # the row's offset in its first view row
+        seg_start = gl.minimum(gl.maximum(segment * segment_cols - lead, 0), n_cols)
+        seg_end = gl.minimum((segment + 1) * segment_cols - lead, n_cols)
+    else:
+        seg_start = segment * segment_cols
+        seg_end = gl.minimum(seg_start + segment_cols, n_cols)
+    return row_first + seg_start, row_first + seg_end
+
+
+@gluon.jit
+def _item_span(item, n_segments, segment_cols, n_cols, TILE: gl.constexpr, W: gl.constexpr,
+               ALIGNED: gl.constexpr = False, STEP: gl.constexpr = 1):
     """(row, flat index of the item's first element, of its end, of its first tile (rounded down to a view row of W
-    elements), its number of tiles); a row's segments are segment_cols columns, its last what is left."""
+    elements), its number of tiles); the item's segment as _segment_span cuts it (an empty one has no tiles)."""
     row = item // n_segments
-    seg_start = (item - row * n_segments) * segment_cols
-    first = row * n_cols + seg_start
-    end = row * n_cols + gl.minimum(seg_start + segment_cols, n_cols)
+    first, end = _segment_span(row, item - row * n_segments, segment_cols, n_cols, W, ALIGNED, STEP)
     tile_start = first // W * W
-    return row, first, end, tile_start, gl.cdiv(end - tile_start, TILE)
+    n_tiles = gl.cdiv(end - tile_start, TILE)
+    if ALIGNED:
+        n_tiles = gl.where(end > first, n_tiles, 0)
+    return row, first, end, tile_start, n_tiles
 
 
 @gluon.jit
@@ -250,7 +271,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
                            segment_cols,
                            max_polls, TILE: gl.constexpr, SLOTS: gl.constexpr, VEC: gl.constexpr,
                            SEGMENTS_BLOCK: gl.constexpr, NUM_WARPS: gl.constexpr, LOOSE: gl.constexpr,
-                           TILE_LOOP: gl.constexpr):
+                           TILE_LOOP: gl.constexpr, ALIGNED: gl.constexpr = False):
     """Two-pass online softmax of (row, segment) items program_id, program_id + num_programs, ... of a contiguous
     [n_rows, n_cols] input of any row length; a segment is at most SLOTS tiles of TILE elements, held in shared
     memory from its load to its write. Tiles reduce and store only their whole 16-byte vectors; the few loose
@@ -259,11 +280,13 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
     (0: the tensor has no loose elements, and the kernel no block). TILE_LOOP runs the tiles as a loop
     over a runtime slot rather than unrolled (a quarter of the code; for 2-byte rows, round 102). The maxima stay in
     the input's units (exp(x - m)), as in triton_softmax's float32 kernels. Where part_desc's boxes are shorter than
-    a tile, an item's last tile is asked for apart, up to the item's end in them (_issue_last_tile)."""
+    a tile, an item's last tile is asked for apart, up to the item's end in them (_issue_last_tile). ALIGNED: segments
+    after a row's first start on a view row (_segment_span), so that they use every slot."""
     dtype: gl.constexpr = in_desc.dtype
     W: gl.constexpr = in_desc.block_type.shape[1]
     # 1: an item's last tile is asked for apart, in part_desc's boxes; 0: as every other tile
     APART: gl.constexpr = 1 if part_desc.block_type.shape[0] < in_desc.block_type.shape[0] else 0
+    STEP: gl.constexpr = VEC if LOOSE == 0 else 1  # rows of whole vectors start on a vector
     layout: gl.constexpr = gl.BlockedLayout([1, VEC], [32, 1], [NUM_WARPS, 1], [1, 0])
     lanes: gl.constexpr = gl.BlockedLayout([1], [32], [NUM_WARPS], [0])
     smem = gl.allocate_shared_memory(dtype, [SLOTS] + in_desc.block_type.shape, in_desc.layout)
@@ -278,16 +301,17 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
     covered = n_rows * n_cols // W * W  # the elements the descriptor's whole view rows hold
     step = gl.num_programs(0)
     item = gl.program_id(0)
-    row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W)
+    row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W, ALIGNED, STEP)
     for i in gl.static_range(SLOTS):
         if (i < n_tiles - APART) & (item < n_items):
             _issue_tile(in_desc, smem.index(i), bars.index(i), tile_start + i * TILE, W)
-    if APART & (item < n_items):
+    if APART & (item < n_items) & ((n_tiles > 0) | (not ALIGNED)):
         _issue_last_tile(in_desc, part_desc, smem, bars, n_tiles - 1, tile_start + (n_tiles - 1) * TILE, end, TILE,
                          SLOTS, W)
     phases = item * 0  # bit i: the phase slot i's barrier completes next
     for item in range(gl.program_id(0), n_items, step):
-        row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W)
+        row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W, ALIGNED,
+                                                          STEP)
         last = gl.minimum(end, covered)
         if LOOSE > 0:
             loose, loose_mask = _loose_offsets(first, end, covered, VEC, LOOSE, lanes)
@@ -319,13 +343,10 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
             if _anywhere(missing, NUM_WARPS):
                 # a sibling that is not running (the grid is not co-resident): its partial from global memory,
                 # published so that the row's other segments find it too
-                row_first = row * n_cols
                 for sibling in range(0, n_segments):
                     if (sibling != item - row * n_segments) & _anywhere(_missing(packed, siblings, sibling), NUM_WARPS):
-                        s_first = row_first + sibling * segment_cols
-                        s_max, s_sum = _global_segment_max_sum(
-                            input_ptr, s_first, gl.minimum(s_first + segment_cols, row_first + n_cols),
-                            offsets, TILE, VEC, layout)
+                        s_first, s_end = _segment_span(row, sibling, segment_cols, n_cols, W, ALIGNED, STEP)
+                        s_max, s_sum = _global_segment_max_sum(input_ptr, s_first, s_end, offsets, TILE, VEC, layout)
                         gl.atomic_xchg(slots_ptr + row * n_segments + sibling, _pack(s_max, s_sum), sem="relaxed")
                 # every slot is written now: each warp re-reads its copy until it sees them all (one re-read, and a
                 # decision of each warp's own, once left a warp summing its row without one partial on an H100)
@@ -340,7 +361,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
             gl.store(output_ptr + loose.to(gl.int64), y_loose, mask=loose_mask)
         next_item = item + step
         next_row, next_first, next_end, next_tile_start, next_tiles = _item_span(
-            next_item, n_segments, segment_cols, n_cols, TILE, W)
+            next_item, n_segments, segment_cols, n_cols, TILE, W, ALIGNED, STEP)
         if next_item >= n_items:
             next_tiles = 0
         if TILE_LOOP:  # pass 2, from shared memory; the next item's tile i follows tile i, its last tile comes after
@@ -515,14 +536,20 @@ def tma_backward_eligible(x: torch.Tensor) -> bool:
     return _tma_readable(x) and x.shape[1] % (16 // x.element_size()) == 0 and _view_width(x) > 0
 
 
-def _segments(n_cols: int, tile: int, segment_bytes: int, elem_bytes: int, width: int) -> tuple[int, int, int]:
+def _segments(n_cols: int, tile: int, segment_bytes: int, elem_bytes: int, width: int,
+              aligned: bool = False) -> tuple[int, int, int]:
     """(segments a row, columns a segment, slots a program) for rows of n_cols in tiles of tile elements (view rows of
     width), each segment's tiles within segment_bytes. Rows that start on a view row take whole tiles a segment, as
     even as whole tiles allow. Others take as many segments as whole tiles of one slot less would (a segment that
     starts inside a view row reads one box more), cut evenly in whole vectors: whole tiles left the last segment
-    short and the others reading one box more than their tiles (round 108)."""
+    short and the others reading one box more than their tiles (round 108). With aligned, they take every slot a
+    segment instead, each segment after a row's first starting on a view row (the kernel's ALIGNED): a row that
+    starts lead columns into a view row (a multiple of gcd(n_cols, width)) has cdiv(n_cols + lead, slots' columns)
+    segments, and rows of fewer have an empty last one."""
     most = max(1, segment_bytes // (tile * elem_bytes))
     row_tiles = triton.cdiv(n_cols, tile)
+    if aligned and n_cols % width:
+        return triton.cdiv(n_cols + width - math.gcd(n_cols, width), most * tile), most * tile, most
     if n_cols % width == 0:
         n_segments = triton.cdiv(row_tiles, min(most, row_tiles))
         tiles = triton.cdiv(row_tiles, n_segments)
@@ -557,14 +584,14 @@ class _Launch(NamedTuple):
 
 
 def _launch_shape(t: torch.Tensor, vectors_per_thread: int, num_warps: int, segment_bytes: int, width: int,
-                  programs_per_sm: int = 1, tensors: int = 1) -> _Launch:
+                  programs_per_sm: int = 1, tensors: int = 1, aligned: bool = False) -> _Launch:
     """The launch of a tma-stream kernel over tensors shaped as t (eligible), in segments of at most segment_bytes of
     each tensor, through a descriptor of view rows of width elements over as many whole view rows as t holds, with
     programs_per_sm programs an SM (or one an item, if fewer), each holding tensors tensors' slots."""
     n_rows, n_cols = t.shape
     elem = t.element_size()
     tile = num_warps * 32 * vectors_per_thread * 16 // elem
-    n_segments, segment_cols, slots = _segments(n_cols, tile, segment_bytes, elem, width)
+    n_segments, segment_cols, slots = _segments(n_cols, tile, segment_bytes, elem, width, aligned)
     # the slots, and 1 KB for the barriers and the reductions' scratch (a few hundred bytes)
     if programs_per_sm * (tensors * slots * tile * elem + 1024 + PROGRAM_RESERVED_BYTES) > SM_SHARED_BYTES:
         raise ValueError(f"{programs_per_sm} tma-stream programs an SM of {slots} slots of {tile * elem} bytes "
@@ -603,21 +630,23 @@ def _last_tile_part_rows(segment_cols: int, tile: int, width: int, tile_loop: bo
 
 def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int, num_warps: int,
                        segment_bytes: int, max_polls: int, tile_loop: bool = False, launch=_direct,
-                       part_rows: int = 0, programs_per_sm: int = 1) -> None:
+                       part_rows: int = 0, programs_per_sm: int = 1, aligned: bool = False) -> None:
     """Launch the tma-stream forward from x into y (both contiguous, x eligible: tma_forward_eligible), through
     launch(kernel, grid, *args, **kwargs); tile_loop: the kernel's TILE_LOOP; part_rows: view rows of the boxes an
     item's last tile is asked for in (0: _last_tile_part_rows's choice); programs_per_sm: programs an SM, each
-    holding segment_bytes of slots (under SM_SHARED_BYTES together)."""
+    holding segment_bytes of slots (under SM_SHARED_BYTES together); aligned: rows that do not start on a view row
+    cut so that only a row's first segment straddles one (_segments, the kernel's ALIGNED)."""
     vec = 16 // x.element_size()
     # rows of whole vectors with a view row width dividing the tensor have no loose elements
     width = _view_width(x) if x.shape[1] % vec == 0 else 0
     loose = 0 if width else triton.next_power_of_2(2 * vec + VIEW_ROW_BYTES[0] // x.element_size())
     width = width or VIEW_ROW_BYTES[0] // x.element_size()
-    shape = _launch_shape(x, vectors_per_thread, num_warps, segment_bytes, width, programs_per_sm)
+    aligned = bool(aligned and x.shape[1] % width)
+    shape = _launch_shape(x, vectors_per_thread, num_warps, segment_bytes, width, programs_per_sm, aligned=aligned)
     part_rows = part_rows or _last_tile_part_rows(shape.segment_cols, shape.constexprs["TILE"], width, tile_loop)
     launch(_tma_stream_fwd_kernel, shape.grid, y, x, shape.descriptor(x), shape.descriptor(x, part_rows),
            shape.slots, *x.shape, shape.n_segments, shape.segment_cols, max_polls, LOOSE=loose, TILE_LOOP=tile_loop,
-           **shape.constexprs)
+           ALIGNED=aligned, **shape.constexprs)
 
 
 def tma_stream_backward(dx: torch.Tensor, y: torch.Tensor, dy: torch.Tensor, vectors_per_thread: int, num_warps: int,

@@ -71,16 +71,16 @@ WIDE_SHAPES = [(65536, "float16"), (65536, "bfloat16"), (777777, "float16"), (77
 FORWARD_LAUNCHES = ((1, 14, True), (2, 7, True), (2, 7, False), (3, 4, True))
 
 def capped_forward(k: int, slots: int, vectors_per_thread: int = 4, num_warps: int = 8, part_rows: int = 0,
-                   tile_loop: bool = True):
+                   tile_loop: bool = True, aligned: bool = False):
     """The product's launch of k programs an SM of slots tiles each, as a tile loop unless told otherwise (registers
     capped at the share); a tile is vectors_per_thread x num_warps x 32 16-byte vectors (by default the table's
-    16 KB), part_rows as gs.tma_stream_forward takes it."""
+    16 KB), part_rows and aligned as gs.tma_stream_forward takes them."""
     tile_bytes = vectors_per_thread * num_warps * 32 * 16
 
     def run(x: torch.Tensor) -> torch.Tensor:
         y = torch.empty_like(x)
         gs.tma_stream_forward(y, x, vectors_per_thread, num_warps, slots * tile_bytes, MAX_POLLS, tile_loop,
-                              part_rows=part_rows, programs_per_sm=k)
+                              part_rows=part_rows, programs_per_sm=k, aligned=aligned)
         return y
     return run
 

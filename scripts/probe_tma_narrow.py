@@ -21,6 +21,7 @@ ratio over 1: the variant is faster).
     python scripts/probe_tma_narrow.py most   # round 125: 6 x 4 at the longest rows, 7 x 3 and 8 x 3 of 8 KB
     python scripts/probe_tma_narrow.py unseen # round 126: 6 x 4 and 5 x 5 at shapes no sweep has (a rule's check)
     python scripts/probe_tma_narrow.py backward  # next (127): the backward on more programs of 8 KB tiles
+    python scripts/probe_tma_narrow.py aligned   # next (129): rows off view rows cut on view rows, either GPU
 """
 import sys
 from pathlib import Path
@@ -107,6 +108,20 @@ if __name__ == "__main__":
             narrow = backward(k, slots, 4, 4, gs._register_share(k, 4) or 128)  # capped at the program's share
             ab_trials(f"backward {k} x {slots} of 8 KB a tensor, 4 warps of 4 vectors", narrow, rows,
                       results, baseline=sm.softmax_backward, trials=3, case=backward_case)
+        save_results("probe_tma_narrow.json", results)
+        sys.exit(0)
+    if sys.argv[1:] == ["aligned"]:  # segments after a row's first start on a view row, using every slot
+        off = [(100000, "float16"), (100001, "bfloat16"), (777777, "bfloat16"), (777777, "float16"),
+               (100000, "float32"), (100001, "float32"), (300000, "float32"), (777777, "float32")]
+        if sm._l2_bytes(torch.device("cuda")) >= sm.L2_60_MB:  # the H200's launches at these rows, and 6 x 4
+            variants = [("4 x 6 of 8 KB, 4 warps", 4, 6, 4, 4), ("3 x 8 of 8 KB, 4 warps", 3, 8, 4, 4),
+                        ("5 x 5 of 8 KB, 4 warps", 5, 5, 4, 4), ("6 x 4 of 8 KB, 4 warps", 6, 4, 4, 4)]
+        else:  # the H100's, and four programs of 8 KB on 8 warps where it runs 2 x 7 of 16 KB or one program
+            variants = [("4 x 6 of 8 KB, 8 warps", 4, 6, 2, 8), ("2 x 7 of 16 KB, 8 warps", 2, 7, 4, 8)]
+        for label, k, slots, vectors, warps in variants:
+            for aligned in (False, True):
+                ab_trials(f"{label}{', aligned' if aligned else ''}", launch(k, slots, vectors, warps, aligned=aligned),
+                          off, results, trials=3)
         save_results("probe_tma_narrow.json", results)
         sys.exit(0)
     if sys.argv[1:] == ["unseen"]:  # rounds 123-125's winners where no probe has looked, before a rule is drawn

@@ -157,6 +157,31 @@ def test_segments_cover_the_row_within_shared_memory(n_cols, width):
             assert -(-(end - first // width * width) // tile) <= slots
 
 
+@pytest.mark.parametrize("n_cols", [65537, 65540, 100000, 100001, 150001, 200003, 777777, 777780])
+@pytest.mark.parametrize("elem_bytes,slots", [(2, 4), (2, 6), (2, 8), (4, 4), (4, 5)])
+def test_aligned_segments_cover_the_row_within_the_slots(n_cols, elem_bytes, slots):
+    """Rows off view rows cut on view rows (the kernel's ALIGNED, round 129): for rows at every offset in a view row,
+    as _segment_span cuts them, a row's segments follow one another from its first column to its last, each after
+    the first starts on a view row, each fits the slots (8 KB tiles), and only a row's last may be empty."""
+    tile, width = 8192 // elem_bytes, 512 // elem_bytes
+    n_segments, segment_cols, planned = gs._segments(n_cols, tile, slots * 8192, elem_bytes, width, aligned=True)
+    assert (segment_cols, planned) == (slots * tile, slots)
+    counts = set()
+    for row in range(2 * width):
+        row_first, lead = row * n_cols, row * n_cols % width
+        edge = row_first
+        for segment in range(n_segments):  # as _segment_span computes them
+            first = row_first + min(max(segment * segment_cols - lead, 0), n_cols)
+            end = row_first + min((segment + 1) * segment_cols - lead, n_cols)
+            assert first == edge and (end > first or segment == n_segments - 1), (row, segment)
+            edge = max(end, first)
+            assert segment == 0 or first % width == 0 or first == row_first + n_cols
+            assert -(-(end - first // width * width) // tile) <= slots
+        assert edge == row_first + n_cols
+        counts.add(-(-(n_cols + lead) // segment_cols))
+    assert max(counts) == n_segments  # no row has a segment too few, and some row uses every one
+
+
 @pytest.mark.parametrize("n_cols,tile_loop,apart", [(100000, False, True), (100001, False, True),
                                                      (777777, False, False), (131072, False, False),
                                                      (1 << 20, False, False), (100000, True, False)])
@@ -217,6 +242,23 @@ def test_tma_stream_compiles_for_hopper_without_spills(op, dtype, rows, programs
     else:
         whole_tiles = 2 * (slots - 1) + 2
         assert whole_tiles + 2 <= tma_loads <= whole_tiles + 16 and vector_stores >= slots, done.stdout
+
+
+@pytest.mark.parametrize("dtype,rows,programs,slots,warps,vectors", [
+    ("bf16", "loose", 6, 4, 4, 4), ("fp16", "whole", 6, 4, 4, 4), ("fp32", "loose", 6, 4, 4, 4),
+    ("fp32", "whole", 5, 5, 4, 4), ("bf16", "loose", 3, 8, 4, 4), ("fp16", "whole", 4, 6, 2, 8)], ids=str)
+def test_aligned_launches_compile_without_spills(dtype, rows, programs, slots, warps, vectors):
+    """The forward cut on view rows (ALIGNED, round 129) compiles for sm_90 under its share of the registers with
+    nothing spilled, a tile loop's TMA loads and a 16-byte store a thread for each of its vectors of a tile."""
+    env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
+    command = [sys.executable, "scripts/compile_tma.py", "forward", dtype, "--programs", str(programs), "--warps",
+               str(warps), "--vectors", str(vectors), "--slots", str(slots), "--tile-loop", "--aligned"]
+    done = subprocess.run(command + ["--loose"] * (rows == "loose"), env=env, capture_output=True, text=True,
+                          timeout=600, cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr[-2000:]
+    facts = json.loads(done.stdout)
+    assert facts["stack"] == 0 and facts["local"] == 0 and facts["registers"] <= facts["register_cap"], facts
+    assert (facts["tma_loads"], facts["vector_stores"]) == (slots + 2, vectors), facts
 
 
 def forward_checked(x: torch.Tensor, expect_tma: bool) -> None:
@@ -286,6 +328,25 @@ def test_narrow_tiles_match_float64(n_rows, n_cols, dtype, programs, slots, vect
     for max_polls in (sm._max_polls(), 0):
         y = torch.empty_like(x)
         gs.tma_stream_forward(y, x, vectors, warps, slots * 8192, max_polls, True, programs_per_sm=programs)
+        torch.testing.assert_close(y.double(), torch.softmax(x.double(), -1), atol=atol, rtol=rtol)
+
+
+# Rows off view rows cut on view rows (ALIGNED, round 129), with every slot a segment: rows of partial vectors (300 x
+# 100,001 fp16 and fp32, 8 x 777,777 bf16, 7 x 65,541 fp32, 1 x 200,003 fp32: a tail past the last whole view row),
+# of whole vectors (300 x 100,000 bf16: rows at many offsets, some with an empty last segment), waiting for siblings
+# and with no wait at all (the cold path reads a missing sibling's segment as _segment_span cuts it).
+@on_hopper
+@pytest.mark.parametrize("programs,slots,vectors,warps", [(6, 4, 4, 4), (4, 6, 4, 4), (3, 8, 4, 4), (4, 6, 2, 8)])
+@pytest.mark.parametrize("n_rows,n_cols,dtype", [(300, 100001, torch.float16), (8, 777777, torch.bfloat16),
+                                                 (300, 100000, torch.bfloat16), (300, 100001, torch.float32),
+                                                 (7, 65541, torch.float32), (1, 200003, torch.float32)], ids=str)
+def test_aligned_segments_match_float64(n_rows, n_cols, dtype, programs, slots, vectors, warps):
+    x = long_rows(n_rows, n_cols, seed=4, dtype=dtype)
+    atol, rtol = FORWARD_TOL[dtype]
+    for max_polls in (sm._max_polls(), 0):
+        y = torch.empty_like(x)
+        gs.tma_stream_forward(y, x, vectors, warps, slots * 8192, max_polls, True, programs_per_sm=programs,
+                              aligned=True)
         torch.testing.assert_close(y.double(), torch.softmax(x.double(), -1), atol=atol, rtol=rtol)
 
 
