@@ -1832,7 +1832,7 @@ def _launch(kernel, grid, *args, **kwargs) -> None:
     """kernel[grid](*args, **kwargs), recording the compiled handle while compile_facts listens."""
     handle = kernel[grid](*args, **kwargs)
     if _launch_log is not None:
-        _launch_log.append((kernel, handle, kwargs))
+        _launch_log.append((kernel, handle, kwargs, grid))
 
 
 def _forward_rows(y, x, rows_per_program, num_warps, align, load_cache="", store_cache="", load_evict="",
@@ -2386,11 +2386,15 @@ def _block_lanes(kwargs: dict):
     return None
 
 
-def _kernel_facts(kernel, handle, launch_kwargs) -> dict:
-    """Register, spill, shared-memory and launch facts of one compiled kernel."""
+def _kernel_facts(kernel, handle, launch_kwargs, grid=None) -> dict:
+    """Register, spill, shared-memory and launch facts of one compiled kernel: with its grid (programs), where it
+    was a tuple, and the compile-time integers and flags it was launched with (its tiles, slots, cuts)."""
     metadata = _read(handle, "metadata")
     block_size = _block_lanes({**(_read(_read(kernel, "best_config"), "kwargs") or {}), **launch_kwargs})
     return {
+        "grid": list(grid) if isinstance(grid, tuple) else None,
+        "constexprs": {key: value for key, value in sorted(launch_kwargs.items())
+                       if key.isupper() and isinstance(value, (bool, int))},
         "kernel": _read(handle, "name") or _read(kernel, "__name__"),
         "n_regs": _read(handle, "n_regs"),
         "n_spills": _read(handle, "n_spills"),
@@ -2424,7 +2428,8 @@ def compile_facts(fn_name: str, x: torch.Tensor) -> list[dict]:
         launches = _launch_log
     finally:
         _launch_log = None
-    return [_kernel_facts(kernel, handle, kwargs) for kernel, handle, kwargs in launches if handle is not None]
+    return [_kernel_facts(kernel, handle, kwargs, grid) for kernel, handle, kwargs, grid in launches
+            if handle is not None]
 
 
 # ----------------------------------------------------------------------------------------------

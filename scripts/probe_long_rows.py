@@ -213,7 +213,7 @@ def checked_and_timed(variants, args, ref, scale, dtype, moved, copy_ms) -> list
             sm._launch_log = []  # the kernels this call launches, for their registers and spills
             try:
                 passed = check(fn(*args), ref, dtype, scale)["passed"]
-                facts = [sm._kernel_facts(k, h, kw) for k, h, kw in sm._launch_log if h is not None]
+                facts = [sm._kernel_facts(k, h, kw, grid) for k, h, kw, grid in sm._launch_log if h is not None]
             finally:
                 sm._launch_log = None
             t = timed(fn, *args) if passed else {"ms": float("inf"), "p20": None, "p80": None}

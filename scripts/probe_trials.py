@@ -513,7 +513,7 @@ def tile_stream_functions(x) -> list:
     sm._launch_log = []
     try:
         sm.softmax_forward(x)
-        return [handle.function for _, handle, _ in sm._launch_log if handle is not None]
+        return [handle.function for _, handle, *_ in sm._launch_log if handle is not None]
     finally:
         sm._launch_log = None
 

@@ -278,6 +278,21 @@ def test_kernel_facts_join_compile_facts_and_ncu_counters_by_name():
     assert rows[0]["compile"] == {}
 
 
+def test_kernel_pages_show_each_launch_grid_and_compile_time_values(tmp_path):
+    """A result's compile facts name its launch: the grid's programs and the kernel's compile-time values (run
+    artifacts record them since the launch log keeps the grid); facts without them leave the cells empty."""
+    results = winning_results()
+    for r in results:
+        if r["profile"] == "triton-fused-row-softmax":
+            r["compile"] = [{"kernel": "_rows_fwd_kernel", "n_regs": 40, "grid": [792],
+                             "constexprs": {"ALIGN": 8, "LOG2": True, "ROWS_PER_PROGRAM": 2}}]
+    root = make_project(tmp_path, [artifact("20261121T100000Z-fixture", results)])
+    assert build(root) == 0
+    page = read(root, "kernels/triton-fused-row-softmax.html")
+    assert "<td>792</td>" in page
+    assert "<code>ALIGN=8 LOG2=True ROWS_PER_PROGRAM=2</code>" in page
+
+
 def test_check_base_lists_the_verdicts_that_changed_against_a_git_ref(tmp_path, capsys):
     root = make_project(tmp_path, [WIN])
     git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]

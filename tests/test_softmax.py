@@ -987,7 +987,8 @@ def test_compile_facts():
     if INTERPRETING:
         assert sm.compile_facts("single_block", x) == []
         return
-    keys = {"kernel", "n_regs", "n_spills", "shared_bytes", "num_warps", "num_stages", "block_size"}
+    keys = {"kernel", "n_regs", "n_spills", "shared_bytes", "num_warps", "num_stages", "block_size", "grid",
+            "constexprs"}
     for name in list(sm.KERNEL_VARIANTS) + list(sm.BACKWARD_VARIANTS):
         facts = sm.compile_facts(name, x)
         assert facts and all(set(fact) == keys for fact in facts), name
@@ -1005,6 +1006,18 @@ def test_kernel_facts_name_each_kind_of_block():
     assert sm._kernel_facts(None, handle, {"TILE_ROWS": 2048, "VEC": 8})["block_size"] == 16384
     assert sm._kernel_facts(None, handle, {"N_TILES": 3, "TILE": 4096})["block_size"] == 12288
     assert sm._kernel_facts(None, handle, {"ALIGN": 8})["block_size"] is None
+
+
+def test_kernel_facts_record_the_grid_and_the_compile_time_values():
+    """A launch's grid (its programs), where it was a tuple, and the upper-case integers and flags it was launched
+    with; tensors, callables and lower-case options (num_warps) are not among them."""
+    metadata = {"shared": 0, "num_warps": 4, "num_stages": 1}
+    handle = types.SimpleNamespace(name="k", n_regs=80, n_spills=0, metadata=metadata)
+    kwargs = {"TILE": 4096, "SLOTS": 4, "TILE_LOOP": True, "num_warps": 4, "maxnreg": 80, "LAYOUT": "x"}
+    facts = sm._kernel_facts(None, handle, kwargs, (792,))
+    assert facts["grid"] == [792]
+    assert facts["constexprs"] == {"SLOTS": 4, "TILE": 4096, "TILE_LOOP": True}
+    assert sm._kernel_facts(None, handle, {}, lambda meta: (1,))["grid"] is None
 
 
 # ---------------------------------------------------------------------------------------------
