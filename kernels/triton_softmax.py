@@ -1503,8 +1503,10 @@ TMA_VIEW_ROW_BYTES = 512
 # 100,000-100,001 (2 of 7 of 16 KB before) +2.5-3.4% with 5 of 5 (4 of 6: +1.1-1.6%). Four of 6 lost 8.3% at 2-byte
 # 777,777 (39 segments a row), 2.4% at 65,536 and up to 1.7% at whole view rows, which keep their rows.
 # Then more programs still (rounds 123-126, notes/probes/2026-11-26-h200-tma-{whole,rest,most,unseen}.json): on the
-# H200, rows of whole view rows from 65,536 columns (2 rows an SM or more up to 131,072, any past it) take 6 programs
-# of 4 slots of 8 KB on 4 warps, and float32 rows off view rows past 65,536 take 5 of 5. Against the table before,
+# H200, rows of whole view rows from 65,536 columns take 6 programs of 4 slots of 8 KB on 4 warps (at any number of
+# rows; 2-byte rows of 32,769-65,535 columns with under 2 rows an SM too, which took 3 of 4 of 16 KB before, and
+# float32 rows up to 65,536 with under 2 rows an SM keep the exchange kernel), and float32 rows off view rows past
+# 65,536 take 5 of 5. Against the table before,
 # three fresh inputs a shape: 2-byte 65,536 +3.4-3.5% (the tile kernel), 131,072-1M +2.4-3.7% (3 of 4, or 3 of 8 at
 # 1M); fp32 65,536 +2.2%, 131,072-262,144 +1.4-2.1%, 524,288 +5.1%, 1M +3.8% (one program of 14 before); fp32 off
 # view rows 150,001-777,777 +4.1-6.2% (2 of 7, or one program). The rule held at shapes no sweep has (round 126:
