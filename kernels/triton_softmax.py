@@ -1292,6 +1292,8 @@ class Plan(NamedTuple):
     tile_loop: bool = False  # forward tma-stream: the tiles as a loop rather than unrolled (see gluon_softmax)
     view_rows: bool = False  # ... only to rows of whole TMA view rows (n_cols * elem_bytes a multiple of
                              # TMA_VIEW_ROW_BYTES), whose tma-stream segments are whole tiles
+    aligned: bool = False  # forward tma-stream: rows off view rows cut on view rows, every slot a segment
+                           # (gluon_softmax's ALIGNED)
 
 
 # An L2 this large or larger takes the table's min_l2_bytes rows: 60 MiB, the H200's (the H100's holds 50 MiB).
@@ -2212,7 +2214,7 @@ def _run_forward_plan(y, x, plan, align):
     elif plan.path == "tma-stream":
         _gluon_softmax().tma_stream_forward(y, x, plan.rows_per_program, plan.num_warps, plan.segment_bytes,
                                             _max_polls(), plan.tile_loop, launch=_launch,
-                                            programs_per_sm=plan.programs_per_sm)
+                                            programs_per_sm=plan.programs_per_sm, aligned=plan.aligned)
     else:
         _forward_tile_stream(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm, plan.segment_bytes,
                              align, plan.unroll, log2, one_warp_from=plan.one_warp_from,

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -116,6 +117,20 @@ def test_the_backward_rows_by_l2_and_type(gpu_l2_mb, monkeypatch):
         assert sm._select_plan("backward", 64, n_cols, elem_bytes, DEVICE, 16 // elem_bytes).path == "stream"
     h200 = [plan for plan in sm.SOFTMAX_PLANS if plan.op == "backward" and plan.min_l2_bytes == sm.L2_60_MB]
     assert h200[0].path == "tma-stream" and h200[0].elem_bytes == 0 and h200[0].max_cols == float("inf")
+
+
+def test_the_dispatcher_passes_a_rows_cut_to_the_launcher(monkeypatch):
+    """A table row's tma-stream launch reaches gluon_softmax as the row has it: its programs, tile loop and cut."""
+    calls = []
+    launcher = types.SimpleNamespace(tma_stream_forward=lambda *args, **kwargs: calls.append((args, kwargs)))
+    monkeypatch.setattr(sm, "_gluon_softmax", lambda: launcher)
+    x = torch.randn(4, 1000)
+    for aligned in (False, True):
+        plan = sm.Plan("forward", 1000, 0, 0, "tma-stream", 4, 0, 4, 6, 0, 32768, tile_loop=True, aligned=aligned)
+        sm._run_forward_plan(torch.empty_like(x), x, plan, 4)
+        args, kwargs = calls[-1]
+        assert args[2:5] == (4, 4, 32768) and args[6] is True
+        assert (kwargs["programs_per_sm"], kwargs["aligned"]) == (6, aligned)
 
 
 def test_tensors_off_a_gpu_are_never_eligible():
@@ -224,7 +239,7 @@ def test_tma_stream_compiles_for_hopper_without_spills(op, dtype, rows, programs
     env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
     command = [sys.executable, "scripts/compile_tma.py", op, dtype, "--programs", str(programs), "--warps", str(warps),
                "--vectors", str(vectors), "--slots", str(slots), "--maxnreg", str(plan.maxnreg)]
-    command += ["--loose"] * (rows == "loose") + ["--tile-loop"] * plan.tile_loop
+    command += ["--loose"] * (rows == "loose") + ["--tile-loop"] * plan.tile_loop + ["--aligned"] * plan.aligned
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600,
                           cwd=Path(__file__).resolve().parent.parent)
     assert done.returncode == 0, done.stderr[-2000:]
