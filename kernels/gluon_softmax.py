@@ -650,10 +650,14 @@ def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int
 
 
 def tma_stream_backward(dx: torch.Tensor, y: torch.Tensor, dy: torch.Tensor, vectors_per_thread: int, num_warps: int,
-                        segment_bytes: int, max_polls: int, maxnreg: int = 0, launch=_direct) -> None:
+                        segment_bytes: int, max_polls: int, maxnreg: int = 0, launch=_direct,
+                        programs_per_sm: int = 1) -> None:
     """Launch the tma-stream backward into dx (contiguous) from y and dy (both eligible: tma_backward_eligible),
-    through launch; segment_bytes holds both tensors' tiles; maxnreg (0: ptxas chooses) caps a thread's registers."""
-    shape = _launch_shape(y, vectors_per_thread, num_warps, segment_bytes // 2, _view_width(y), tensors=2)
+    through launch; segment_bytes holds both tensors' tiles; maxnreg (0: ptxas chooses) caps a thread's registers
+    where one program runs an SM (more take their share of the registers: _register_share)."""
+    shape = _launch_shape(y, vectors_per_thread, num_warps, segment_bytes // 2, _view_width(y), programs_per_sm,
+                          tensors=2)
+    cap = {} if "maxnreg" in shape.constexprs or not maxnreg else {"maxnreg": maxnreg}
     launch(_tma_stream_bwd_kernel, shape.grid, dx, y, dy, shape.descriptor(y), shape.descriptor(dy), shape.slots,
            *y.shape, shape.n_segments, shape.segment_cols, max_polls, ALIGN=shape.constexprs["VEC"],
-           **shape.constexprs, **({"maxnreg": maxnreg} if maxnreg else {}))
+           **shape.constexprs, **cap)

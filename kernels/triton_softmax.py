@@ -1516,6 +1516,13 @@ TMA_VIEW_ROW_BYTES = 512
 # 6 of 4 lost at fp32 777,777 (-3%), as 4 of 6 and 5 of 5 did at 2-byte rows off view rows past 131,072, which keep 3
 # of 8. Rows of whole view rows of 40,961-65,535 columns (57,345-65,535 in 2-byte types), between the row-tiles and
 # 65,536, were not measured: they take 6 of 4 by interpolation.
+# Round 130 (notes/probes/2026-11-26-{h100,h200}-tma-{aligned,rest}.json): the H100 takes the same rows (6 of 4 at
+# whole view rows: fp16 65,536-131,072 +1.1-1.3% against the tile kernel and 3 of 4 of 16 KB, bf16 262,144 +0.7%,
+# fp32 524,288 +0.3%; 5 of 5 at fp32 100,000-100,001 +1.2-1.7% against 2 of 7 of 16 KB), and rows off view rows past
+# 131,072 are cut on view rows (aligned: a row's segments after its first start on a view row and use every slot),
+# 2-byte on 6 of 4, fp32 on 5 of 5: at 777,777 the H200 +4.2-4.9% (2-byte, against 3 of 8) and +5.1% (fp32), the
+# H100 +2.9% and +3.3% (against 2 of 7 and one program of 14); fp32 300,000 +3.3% and +6-8%. The cut lost 0.5-2% at
+# 100,000-100,001 on both GPUs (rows of 10-13 segments), which keep the cut of round 108.
 SOFTMAX_PLANS = (
     #     op          max_cols  min_rows bytes path      rows  block  warps  progs stages segment unroll
     Plan("forward",        64,        0,  0, "rows",      64,     0,     4,    0),
@@ -1547,10 +1554,8 @@ SOFTMAX_PLANS = (
     Plan("forward",     32768,        0,  0, "rows",       1,     0,    32,    0),
     Plan("forward",     40960,        2,  4, "row-tiles",  1,  8192,    32,    0,    0,      0, 1, True),
     Plan("forward",    131072,        2,  0, "tma-stream", 4,    0,     4,    6,    0,  32768, tile_loop=True,
-         view_rows=True, min_l2_bytes=L2_60_MB),
-    Plan("forward",     65536,        2,  0, "tile",       2,     0,    32,    1,    0,      0, 4, True),
-    Plan("forward",    131072,        2,  2, "tma-stream", 4,    0,     8,    3,    0,  65536, tile_loop=True,
          view_rows=True),
+    Plan("forward",     65536,        2,  0, "tile",       2,     0,    32,    1,    0,      0, 4, True),
     Plan("forward",    131072,        2,  2, "tma-stream", 4,    0,     4,    4,    0,  49152, tile_loop=True,
          min_l2_bytes=L2_60_MB),
     Plan("forward",    131072,        2,  2, "tma-stream", 2,    0,     8,    4,    0,  49152, tile_loop=True),
@@ -1560,18 +1565,12 @@ SOFTMAX_PLANS = (
     Plan("forward",     65536,        2,  4, "tile",       2,     0,    32,    1,    0,      0, 2, partial_vectors=True),
     Plan("forward",     65536,        0,  4, "exchange",   0,  4096,     8,    4),
     Plan("forward",  math.inf,        0,  0, "tma-stream", 4,    0,     4,    6,    0,  32768, tile_loop=True,
-         view_rows=True, min_l2_bytes=L2_60_MB),
+         view_rows=True),
+    Plan("forward",    131072,        0,  4, "tma-stream", 4,    0,     4,    5,    0,  40960, tile_loop=True),
     Plan("forward",  math.inf,        0,  4, "tma-stream", 4,    0,     4,    5,    0,  40960, tile_loop=True,
-         min_l2_bytes=L2_60_MB),
-    Plan("forward",    524288,        0,  4, "tma-stream", 4,    0,     8,    3,    0,  65536, tile_loop=True,
-         view_rows=True),
-    Plan("forward",    262144,        0,  4, "tma-stream", 4,    0,     8,    2,    0, 114688, tile_loop=True),
-    Plan("forward",  math.inf,        0,  4, "tma-stream", 4,    0,     8,    1,    0, 229376),
-    Plan("forward",  math.inf,        0,  2, "tma-stream", 4,    0,     4,    3,    0,  65536, tile_loop=True,
-         min_l2_bytes=L2_60_MB),
-    Plan("forward",  math.inf,        0,  2, "tma-stream", 4,    0,     8,    3,    0,  65536, tile_loop=True,
-         view_rows=True),
-    Plan("forward",  math.inf,        0,  2, "tma-stream", 4,    0,     8,    2,    0, 114688, tile_loop=True),
+         aligned=True),
+    Plan("forward",  math.inf,        0,  2, "tma-stream", 4,    0,     4,    6,    0,  32768, tile_loop=True,
+         aligned=True),
     Plan("forward",  math.inf,        0,  2, "tile-stream", 2,    0,    32,    1,    0, 262144, one_warp_from=2,
          min_l2_bytes=L2_60_MB),
     Plan("forward",  math.inf,        0,  4, "tile-stream", 2,    0,    32,    1,    0, 262144, min_l2_bytes=L2_60_MB),
@@ -1592,6 +1591,10 @@ SOFTMAX_PLANS = (
     Plan("backward",    32768,        0,  2, "rows",       1,     0,    32,    0),
     Plan("backward",    24576,        2,  4, "online",     0,  8192,    32,    1),
     Plan("backward",    32768,        2,  4, "rows",       1,     0,    16,    0),
+    # the H200's rows to 131,072 on 6 programs of 2 slots of 8 KB a tensor (round 127: fp32 65,536-131,072 +3.1-5.9%,
+    # bf16 131,072 +7.6%; at 1M every launch of more programs lost 3-22%)
+    Plan("backward",    131072,        0,  0, "tma-stream", 4,    0,     4,    6,    0,  32768, whole_vectors=True,
+         min_l2_bytes=L2_60_MB),
     Plan("backward",  math.inf,        0,  0, "tma-stream", 4,    0,     8,    1,    0, 229376, whole_vectors=True,
          maxnreg=128, min_l2_bytes=L2_60_MB),
     Plan("backward",     65536,        0,  0, "tma-stream", 4,    0,     8,    1,    0, 229376, whole_vectors=True,
@@ -2233,7 +2236,8 @@ def _run_backward_plan(dx, y, dy, plan, align):
         _backward_exchange(dx, y, dy, plan.block_size, plan.num_warps, plan.programs_per_sm, align)
     elif plan.path == "tma-stream":
         _gluon_softmax().tma_stream_backward(dx, y, dy, plan.rows_per_program, plan.num_warps, plan.segment_bytes,
-                                             _max_polls(), plan.maxnreg, launch=_launch)
+                                             _max_polls(), plan.maxnreg, launch=_launch,
+                                             programs_per_sm=plan.programs_per_sm)
     else:
         _backward_stream(dx, y, dy, plan.block_size, plan.num_warps, plan.programs_per_sm, plan.num_stages,
                          plan.segment_bytes, align, one_warp_from=plan.one_warp_from, slot_lanes=plan.slot_lanes,

@@ -117,7 +117,8 @@ if __name__ == "__main__":
             variants = [("4 x 6 of 8 KB, 4 warps", 4, 6, 4, 4), ("3 x 8 of 8 KB, 4 warps", 3, 8, 4, 4),
                         ("5 x 5 of 8 KB, 4 warps", 5, 5, 4, 4), ("6 x 4 of 8 KB, 4 warps", 6, 4, 4, 4)]
         else:  # the H100's, and four programs of 8 KB on 8 warps where it runs 2 x 7 of 16 KB or one program
-            variants = [("4 x 6 of 8 KB, 8 warps", 4, 6, 2, 8), ("2 x 7 of 16 KB, 8 warps", 2, 7, 4, 8)]
+            variants = [("4 x 6 of 8 KB, 8 warps", 4, 6, 2, 8), ("2 x 7 of 16 KB, 8 warps", 2, 7, 4, 8),
+                        ("5 x 5 of 8 KB, 4 warps", 5, 5, 4, 4), ("6 x 4 of 8 KB, 4 warps", 6, 4, 4, 4)]
         for label, k, slots, vectors, warps in variants:
             for aligned in (False, True):
                 ab_trials(f"{label}{', aligned' if aligned else ''}", launch(k, slots, vectors, warps, aligned=aligned),

@@ -560,6 +560,24 @@ def no_prefetch(out: list) -> None:
               IN_FLIGHT_SHAPES, out, trials=3)
 
 
+def table_130(out: list) -> None:
+    """Round 130: the working tree's table (6 of 4 and 5 of 5 of 8 KB on both GPUs, rows off view rows past 131,072
+    cut on view rows; the H200's backward to 131,072 on 6 programs) against the module at AB_BEFORE, at rows where
+    either GPU's launch changed, most of them no sweep has: a ratio over 1, the new table is faster. The rows a GPU
+    did not change are its controls."""
+    before = before_module()
+    shapes = [(61440, "float16"), (49152, "float32"), (65536, "bfloat16"), (65536, "float32"), (98304, "float16"),
+              (196608, "bfloat16"), (393216, "float32"), (1048576, "float32"), (1048576, "bfloat16"),
+              (2097152, "float16"), (120001, "float32"), (150001, "float32"), (600001, "float32"),
+              (2000001, "float32"), (150001, "bfloat16"), (300000, "float16"), (600001, "bfloat16"),
+              (1000001, "float16")]
+    ab_trials("table 130", sm.softmax_forward, shapes, out, baseline=before.softmax_forward, trials=3)
+    shapes = [(40960, "float32"), (65536, "bfloat16"), (98304, "float16"), (120000, "float32"), (131072, "float16"),
+              (262144, "float32")]
+    ab_trials("table 130, backward", sm.softmax_backward, shapes, out, baseline=before.softmax_backward, trials=3,
+              case=backward_case)
+
+
 PROBES = {probe.__name__: probe for probe in (segment_rule, segment_rule_sweep, prefetch_again, wait_prefetch_two_byte,
                                               segment_rule_with_wait, backward_wait_prefetch, fp32_polling,
                                               write_pairs_again, against_compile,
@@ -568,7 +586,7 @@ PROBES = {probe.__name__: probe for probe in (segment_rule, segment_rule_sweep, 
                                               l2_head_priority, since_c60f2b1, h200_segments,
                                               longer_segments, knobs_on_h200,
                                               in_flight_h200, sixteen_warps,
-                                              carveout, no_prefetch)}
+                                              carveout, no_prefetch, table_130)}
 
 
 if __name__ == "__main__":

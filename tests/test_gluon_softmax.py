@@ -36,75 +36,61 @@ ATOL, RTOL = FORWARD_TOL[torch.float32]
 
 def forward_launch(plan) -> tuple:
     """A forward row's launch: for tma-stream (path, programs an SM, warps, vectors a thread, KB of slots a program,
-    tile loop), for any other path (path,)."""
+    tile loop, aligned cut), for any other path (path,)."""
     if plan.path != "tma-stream":
         return (plan.path,)
     return (plan.path, plan.programs_per_sm, plan.num_warps, plan.rows_per_program, plan.segment_bytes // 1024,
-            plan.tile_loop)
+            plan.tile_loop, plan.aligned)
 
 
 @pytest.mark.parametrize("gpu_l2_mb", [0, 50, 60], ids=["this-device", "h100-l2", "h200-l2"])
 def test_the_forward_rows_by_type_and_vectors(gpu_l2_mb, monkeypatch):
-    """The forward's tma-stream rows (rounds 113-114, 118-119): rows of whole view rows take 3 programs an SM of 4
-    slots of 16 KB, others 2 of 7, both as a tile loop, for float32 rows of 65,537-524,288 columns (2 of 7: to
-    262,144) and 2-byte rows past 65,536 (of 65,537-131,072 only with 2 rows an SM or more: the case measured);
-    float32 rows past that take one program of 14 slots, unrolled. 2-byte rows off view rows take 3 programs of 8
-    slots of 8 KB instead on the H200 (an L2 of 60 MB), on 4 warps, at any length, as do its 2-byte rows of whole view
-    rows past 524,288; on an L2 under 60 MB (the H100) those to 131,072 take 4 programs of 6 slots of 8 KB on 8
-    warps (round 120), and on the H200 4 programs of 6 on 4 warps (round 121; 2 rows an SM or more). On the H200
-    every row of whole view rows from 65,536 columns takes 6 programs of 4 slots of 8 KB on 4 warps, and every float32
-    row off view rows past 65,536 5 programs of 5 (rounds 121-126). Only where the caller says the tensor is eligible:
-    without that (the interpreter, other tensors) the same shapes take tile-stream or tile. On this device, and as
-    on a GPU of 132 SMs with the H100's L2 and with the H200's, so that CI checks both GPUs' rows."""
+    """The forward's tma-stream rows (rounds 121-130), on both GPUs unless said: rows of whole view rows from 65,536
+    columns take 6 programs an SM of 4 slots of 8 KB on 4 warps, as a tile loop; float32 rows off view rows 5 of 5
+    (past 131,072 cut on view rows: ALIGNED); 2-byte rows off view rows past 131,072 (or with under 2 rows an SM)
+    6 of 4, cut on view rows. 2-byte rows off view rows of 65,537-131,072 with 2 rows an SM or more take 4 programs
+    of 6 slots of 8 KB: on 8 warps of 2 vectors on an L2 under 60 MB (the H100, round 120), on 4 warps of 4 vectors
+    on the H200's (round 121). Only where the caller says the tensor is eligible: without that (the interpreter,
+    other tensors) the same shapes take tile-stream or tile. On this device, and as on a GPU of 132 SMs with the
+    H100's L2 and with the H200's, so that CI checks both GPUs' rows."""
     assert gs.VIEW_ROW_BYTES[0] == sm.TMA_VIEW_ROW_BYTES
     if gpu_l2_mb:
         monkeypatch.setattr(sm, "_l2_bytes", lambda device: gpu_l2_mb << 20)
         monkeypatch.setattr(sm, "_sm_count", lambda device: 132)
     many = 2 * sm._sm_count(DEVICE)
     big_l2 = sm._l2_bytes(DEVICE) >= sm.L2_60_MB  # the H200; else (the interpreter too) the H100's rows
-    three, two = ("tma-stream", 3, 8, 4, 64, True), ("tma-stream", 2, 8, 4, 112, True)
-    one = ("tma-stream", 1, 8, 4, 224, False)
-    narrow_4, narrow_8 = ("tma-stream", 3, 4, 4, 64, True), ("tma-stream", 4, 8, 2, 48, True)
-    four_4, five_4 = ("tma-stream", 4, 4, 4, 48, True), ("tma-stream", 5, 4, 4, 40, True)
-    six_4 = ("tma-stream", 6, 4, 4, 32, True)
-
-    def h200(launch, other):
-        """The H200's launch where the L2 holds 60 MB, else the H100's (the interpreter's)."""
-        return launch if big_l2 else other
+    six_4, five_4 = ("tma-stream", 6, 4, 4, 32, True, False), ("tma-stream", 5, 4, 4, 40, True, False)
+    six_4_cut, five_4_cut = six_4[:-1] + (True,), five_4[:-1] + (True,)
+    four_4, four_8 = ("tma-stream", 4, 4, 4, 48, True, False), ("tma-stream", 4, 8, 2, 48, True, False)
+    four = four_4 if big_l2 else four_8
     for n_rows, n_cols, elem_bytes, align, launch, without in (
-            (1024, 131072, 4, 4, h200(six_4, three), "tile-stream"),
-            (512, 262144, 4, 4, h200(six_4, three), "tile-stream"),
-            (1, 65664, 4, 4, h200(six_4, three), "tile-stream"), (256, 524288, 4, 4, h200(six_4, three), "tile-stream"),
-            (1342, 100000, 4, 4, h200(five_4, two), "tile-stream"),
-            (1342, 100001, 4, 1, h200(five_4, two), "tile-stream"),
-            (many, 131076, 4, 4, h200(five_4, two), "tile-stream"),
-            (many - 1, 100000, 4, 4, h200(five_4, two), "tile-stream"),
-            (32, 65540, 4, 4, h200(five_4, two), "tile-stream"), (128, 1 << 20, 4, 4, h200(six_4, one), "tile-stream"),
-            (172, 777777, 4, 1, h200(five_4, one), "tile-stream"),
-            (10**6, 524800, 4, 4, h200(six_4, one), "tile-stream"),
-            (10**6, 262148, 4, 4, h200(five_4, one), "tile-stream"),
-            (many, 131072, 2, 8, h200(six_4, three), "tile"), (many, 65792, 2, 8, h200(six_4, three), "tile"),
-            (many, 100000, 2, 8, h200(four_4, narrow_8), "tile"),
-            (many, 100001, 2, 1, h200(four_4, narrow_8), "tile"),
-            (128, 1 << 20, 2, 8, h200(six_4, three), "tile-stream"),
-            (172, 777777, 2, 1, h200(narrow_4, two), "tile-stream"),
-            (256, 524288, 2, 8, h200(six_4, three), "tile-stream"),
-            (512, 262144, 2, 8, h200(six_4, three), "tile-stream"),
-            (many - 1, 100001, 2, 1, h200(narrow_4, two), "tile-stream")):
+            (1024, 131072, 4, 4, six_4, "tile-stream"), (512, 262144, 4, 4, six_4, "tile-stream"),
+            (1, 65664, 4, 4, six_4, "tile-stream"), (256, 524288, 4, 4, six_4, "tile-stream"),
+            (1342, 100000, 4, 4, five_4, "tile-stream"), (1342, 100001, 4, 1, five_4, "tile-stream"),
+            (many, 131076, 4, 4, five_4_cut, "tile-stream"), (many - 1, 100000, 4, 4, five_4, "tile-stream"),
+            (32, 65540, 4, 4, five_4, "tile-stream"), (128, 1 << 20, 4, 4, six_4, "tile-stream"),
+            (172, 777777, 4, 1, five_4_cut, "tile-stream"), (10**6, 524800, 4, 4, six_4, "tile-stream"),
+            (10**6, 262148, 4, 4, five_4_cut, "tile-stream"),
+            (many, 131072, 2, 8, six_4, "tile"), (many, 65792, 2, 8, six_4, "tile"),
+            (many, 100000, 2, 8, four, "tile"), (many, 100001, 2, 1, four, "tile"),
+            (128, 1 << 20, 2, 8, six_4, "tile-stream"), (172, 777777, 2, 1, six_4_cut, "tile-stream"),
+            (256, 524288, 2, 8, six_4, "tile-stream"), (512, 262144, 2, 8, six_4, "tile-stream"),
+            (many - 1, 100001, 2, 1, six_4_cut, "tile-stream")):
         plan = sm._select_plan("forward", n_rows, n_cols, elem_bytes, DEVICE, align, True)
         assert forward_launch(plan) == launch, (n_rows, n_cols, elem_bytes, plan)
         assert sm._select_plan("forward", n_rows, n_cols, elem_bytes, DEVICE, align).path == without
-    for elem_bytes in (2, 4):  # rows of up to 65,536 columns keep the tile kernel (on the H200: where not eligible)
+    for elem_bytes in (2, 4):  # rows of up to 65,536 columns keep the tile kernel where not eligible
         plan = sm._select_plan("forward", 10**6, 65536, elem_bytes, DEVICE, 16 // elem_bytes, True)
-        assert forward_launch(plan) == h200(six_4, ("tile",))
+        assert forward_launch(plan) == six_4
         assert sm._select_plan("forward", 10**6, 65536, elem_bytes, DEVICE, 16 // elem_bytes).path == "tile"
 
 
 @pytest.mark.parametrize("gpu_l2_mb", [0, 50, 60], ids=["this-device", "h100-l2", "h200-l2"])
 def test_the_backward_rows_by_l2_and_type(gpu_l2_mb, monkeypatch):
     """The backward takes tma-stream from 65,536 columns in every type where the tensors are eligible, but on an L2
-    under 60 MB (the H100) 2-byte rows of 65,537-262,144 keep stream, which led there (round 99). On this device, and
-    as on the H100's L2 and the H200's."""
+    under 60 MB (the H100) 2-byte rows of 65,537-262,144 keep stream, which led there (round 99). One program an SM
+    holds 224 KB of slots, but on the H200 rows to 131,072 take 6 programs of 2 slots of 8 KB a tensor on 4 warps
+    (round 127). On this device, and as on the H100's L2 and the H200's."""
     if gpu_l2_mb:
         monkeypatch.setattr(sm, "_l2_bytes", lambda device: gpu_l2_mb << 20)
     big_l2 = sm._l2_bytes(DEVICE) >= sm.L2_60_MB  # the H200: tma-stream everywhere; else (the interpreter) the H100's
@@ -112,11 +98,14 @@ def test_the_backward_rows_by_l2_and_type(gpu_l2_mb, monkeypatch):
                                      (262152, 2, "tma-stream"), (1 << 20, 2, "tma-stream"), (65536, 4, "tma-stream"),
                                      (131072, 4, "tma-stream"), (1 << 20, 4, "tma-stream")):
         path = "tma-stream" if big_l2 else path
+        launch = (6, 4, 32768) if big_l2 and n_cols <= 131072 else (1, 8, gs.SEGMENT_BYTES)
         plan = sm._select_plan("backward", 64, n_cols, elem_bytes, DEVICE, 16 // elem_bytes, True)
-        assert plan.path == path and (path == "stream" or plan.segment_bytes == gs.SEGMENT_BYTES), (n_cols, plan)
+        assert plan.path == path, (n_cols, plan)
+        assert path == "stream" or (plan.programs_per_sm, plan.num_warps, plan.segment_bytes) == launch, (n_cols, plan)
         assert sm._select_plan("backward", 64, n_cols, elem_bytes, DEVICE, 16 // elem_bytes).path == "stream"
     h200 = [plan for plan in sm.SOFTMAX_PLANS if plan.op == "backward" and plan.min_l2_bytes == sm.L2_60_MB]
-    assert h200[0].path == "tma-stream" and h200[0].elem_bytes == 0 and h200[0].max_cols == float("inf")
+    assert [(plan.path, plan.elem_bytes, plan.max_cols) for plan in h200[:2]] == [
+        ("tma-stream", 0, 131072), ("tma-stream", 0, float("inf"))]
 
 
 def test_the_dispatcher_passes_a_rows_cut_to_the_launcher(monkeypatch):
@@ -131,6 +120,11 @@ def test_the_dispatcher_passes_a_rows_cut_to_the_launcher(monkeypatch):
         args, kwargs = calls[-1]
         assert args[2:5] == (4, 4, 32768) and args[6] is True
         assert (kwargs["programs_per_sm"], kwargs["aligned"]) == (6, aligned)
+    launcher.tma_stream_backward = lambda *args, **kwargs: calls.append((args, kwargs))
+    plan = sm.Plan("backward", 1000, 0, 0, "tma-stream", 4, 0, 4, 6, 0, 32768, whole_vectors=True)
+    sm._run_backward_plan(torch.empty_like(x), x, x, plan, 4)
+    args, kwargs = calls[-1]
+    assert args[3:6] == (4, 4, 32768) and kwargs["programs_per_sm"] == 6
 
 
 def test_tensors_off_a_gpu_are_never_eligible():
@@ -211,15 +205,12 @@ def test_last_tiles_under_half_full_are_asked_for_in_parts(n_cols, tile_loop, ap
 
 
 @pytest.mark.parametrize("op,dtype,rows,programs,warps,vectors", [
-    ("forward", "fp32", "whole", 1, 8, 4), ("forward", "fp32", "loose", 1, 8, 4),
-    ("forward", "fp32", "whole", 3, 8, 4), ("forward", "fp32", "loose", 2, 8, 4),
-    ("forward", "fp16", "whole", 3, 8, 4), ("forward", "fp16", "loose", 2, 8, 4),
-    ("forward", "bf16", "loose", 3, 4, 4), ("forward", "fp16", "whole", 3, 4, 4),  # the H200's 8 KB tiles
-    ("forward", "bf16", "loose", 4, 8, 2), ("forward", "fp16", "whole", 4, 8, 2),  # the H100's
+    ("forward", "bf16", "loose", 4, 8, 2), ("forward", "fp16", "whole", 4, 8, 2),  # the H100's, to 131,072
     ("forward", "bf16", "loose", 4, 4, 4), ("forward", "fp16", "whole", 4, 4, 4),  # the H200's, to 131,072
     ("forward", "fp32", "loose", 5, 4, 4), ("forward", "fp32", "whole", 5, 4, 4),
     ("forward", "fp16", "whole", 6, 4, 4), ("forward", "fp32", "whole", 6, 4, 4),  # whole view rows only
-    ("backward", "fp32", "whole", 1, 8, 4), ("backward", "fp16", "whole", 1, 8, 4)], ids=str)
+    ("backward", "fp32", "whole", 1, 8, 4), ("backward", "fp16", "whole", 1, 8, 4),
+    ("backward", "fp32", "whole", 6, 4, 4), ("backward", "bf16", "whole", 6, 4, 4)], ids=str)
 def test_tma_stream_compiles_for_hopper_without_spills(op, dtype, rows, programs, warps, vectors):
     """The table's launches compile for sm_90 with nothing spilled, within a Hopper program's 227 KB of shared memory,
     and, where several programs share an SM (round 113), within its share of the SM's registers (the launch's cap)
@@ -232,7 +223,7 @@ def test_tma_stream_compiles_for_hopper_without_spills(op, dtype, rows, programs
     elem = 4 if dtype == "fp32" else 2
     plan = next(plan for plan in sm.SOFTMAX_PLANS if plan.path == "tma-stream" and plan.op == op
                 and plan.elem_bytes in (0, elem) and plan.programs_per_sm == programs and plan.num_warps == warps
-                and plan.rows_per_program == vectors)
+                and plan.rows_per_program == vectors and not plan.aligned)
     tensors, tile_bytes = 1 if op == "forward" else 2, warps * 32 * vectors * 16
     slots = plan.segment_bytes // tensors // tile_bytes
     assert slots * tile_bytes * tensors * programs <= 14 * 16384
@@ -260,10 +251,11 @@ def test_tma_stream_compiles_for_hopper_without_spills(op, dtype, rows, programs
 
 
 @pytest.mark.parametrize("dtype,rows,programs,slots,warps,vectors", [
-    ("bf16", "loose", 6, 4, 4, 4), ("fp16", "whole", 6, 4, 4, 4), ("fp32", "loose", 6, 4, 4, 4),
-    ("fp32", "whole", 5, 5, 4, 4), ("bf16", "loose", 3, 8, 4, 4), ("fp16", "whole", 4, 6, 2, 8)], ids=str)
+    ("bf16", "loose", 6, 4, 4, 4), ("fp16", "whole", 6, 4, 4, 4), ("fp32", "loose", 5, 5, 4, 4),
+    ("fp32", "whole", 5, 5, 4, 4), ("fp16", "whole", 4, 6, 2, 8)], ids=str)
 def test_aligned_launches_compile_without_spills(dtype, rows, programs, slots, warps, vectors):
-    """The forward cut on view rows (ALIGNED, round 129) compiles for sm_90 under its share of the registers with
+    """The forward cut on view rows (ALIGNED, round 129; the table's 6 of 4 and 5 of 5, and the H100's 4 of 6 on 8
+    warps) compiles for sm_90 under its share of the registers with
     nothing spilled, a tile loop's TMA loads and a 16-byte store a thread for each of its vectors of a tile."""
     env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
     command = [sys.executable, "scripts/compile_tma.py", "forward", dtype, "--programs", str(programs), "--warps",
@@ -452,6 +444,22 @@ def backward_operands(n_rows: int, n_cols: int, dtype: torch.dtype, seed: int = 
     (4, 262144, torch.float16, None), (16, 524296, torch.float16, True), (300, 100000, torch.float32, True)], ids=str)
 def test_tma_stream_backward_matches_float64(n_rows, n_cols, dtype, expect_tma):
     backward_checked(*backward_operands(n_rows, n_cols, dtype), expect_tma)
+
+
+# The H200's backward to 131,072 (round 127) on either GPU: 6 programs an SM of 2 slots of 8 KB a tensor on 4 warps,
+# waiting for siblings and with no wait at all (the cold path): one segment a row, more items than programs (fp32
+# 100,000 and 131,072), many segments a row (1M).
+@on_hopper
+@pytest.mark.parametrize("n_rows,n_cols,dtype", [(16, 65536, torch.float16), (300, 100000, torch.float32),
+                                                 (1000, 131072, torch.bfloat16), (2, 1 << 20, torch.float32)], ids=str)
+def test_backward_on_six_programs_matches_float64(n_rows, n_cols, dtype):
+    y, dy = backward_operands(n_rows, n_cols, dtype, seed=5)
+    expected = grad_from_output(y, dy)
+    atol_fraction, rtol = BACKWARD_TOL[dtype]
+    for max_polls in (sm._max_polls(), 0):
+        dx = torch.empty_like(y)
+        gs.tma_stream_backward(dx, y, dy, 4, 4, 32768, max_polls, programs_per_sm=6)
+        torch.testing.assert_close(dx.double(), expected, rtol=rtol, atol=atol_fraction * expected.abs().max().item())
 
 
 @on_hopper
