@@ -1591,10 +1591,12 @@ SOFTMAX_PLANS = (
     Plan("backward",    32768,        0,  2, "rows",       1,     0,    32,    0),
     Plan("backward",    24576,        2,  4, "online",     0,  8192,    32,    1),
     Plan("backward",    32768,        2,  4, "rows",       1,     0,    16,    0),
-    # the H200's rows to 131,072 on 6 programs of 2 slots of 8 KB a tensor (round 127: fp32 65,536-131,072 +3.1-5.9%,
-    # bf16 131,072 +7.6%; at 1M every launch of more programs lost 3-22%)
+    # the H200's rows of whole view rows to 131,072 on 6 programs of 2 slots of 8 KB a tensor (round 127: fp32
+    # 65,536-131,072 +3.1-5.9%, bf16 131,072 +7.6%; at 1M every launch of more programs lost 3-22%; round 130: fp16
+    # 98,304 +4.7%, bf16 65,536 +1.3%, fp32 40,960 +0.1%, but fp32 120,000, off view rows, -22%: a segment that starts
+    # inside a view row uses one slot of its two)
     Plan("backward",    131072,        0,  0, "tma-stream", 4,    0,     4,    6,    0,  32768, whole_vectors=True,
-         min_l2_bytes=L2_60_MB),
+         view_rows=True, min_l2_bytes=L2_60_MB),
     Plan("backward",  math.inf,        0,  0, "tma-stream", 4,    0,     8,    1,    0, 229376, whole_vectors=True,
          maxnreg=128, min_l2_bytes=L2_60_MB),
     Plan("backward",     65536,        0,  0, "tma-stream", 4,    0,     8,    1,    0, 229376, whole_vectors=True,
