@@ -333,11 +333,17 @@ def test_two_byte_rows_off_view_rows_take_their_gpus_row():
                                                  (300, 100000, torch.bfloat16), (4, 1 << 20, torch.float16),
                                                  (300, 100001, torch.float32), (300, 100000, torch.float32)], ids=str)
 def test_narrow_tiles_match_float64(n_rows, n_cols, dtype, programs, slots, vectors, warps):
-    x = long_rows(n_rows, n_cols, seed=3, dtype=dtype)
-    atol, rtol = FORWARD_TOL[dtype]
+    launch_checked(long_rows(n_rows, n_cols, seed=3, dtype=dtype), programs, slots, vectors, warps, aligned=False)
+
+
+def launch_checked(x: torch.Tensor, programs: int, slots: int, vectors: int, warps: int, aligned: bool) -> None:
+    """One tma-stream launch of 8 KB-slot programs (a tile loop) against float64 on every element, waiting for
+    siblings and with no wait at all (the cold path)."""
+    atol, rtol = FORWARD_TOL[x.dtype]
     for max_polls in (sm._max_polls(), 0):
         y = torch.empty_like(x)
-        gs.tma_stream_forward(y, x, vectors, warps, slots * 8192, max_polls, True, programs_per_sm=programs)
+        gs.tma_stream_forward(y, x, vectors, warps, slots * 8192, max_polls, True, programs_per_sm=programs,
+                              aligned=aligned)
         torch.testing.assert_close(y.double(), torch.softmax(x.double(), -1), atol=atol, rtol=rtol)
 
 
@@ -346,18 +352,13 @@ def test_narrow_tiles_match_float64(n_rows, n_cols, dtype, programs, slots, vect
 # of whole vectors (300 x 100,000 bf16: rows at many offsets, some with an empty last segment), waiting for siblings
 # and with no wait at all (the cold path reads a missing sibling's segment as _segment_span cuts it).
 @on_hopper
-@pytest.mark.parametrize("programs,slots,vectors,warps", [(6, 4, 4, 4), (4, 6, 4, 4), (3, 8, 4, 4), (4, 6, 2, 8)])
+@pytest.mark.parametrize("programs,slots,vectors,warps", [(6, 4, 4, 4), (5, 5, 4, 4), (4, 6, 4, 4), (3, 8, 4, 4),
+                                                         (4, 6, 2, 8)])
 @pytest.mark.parametrize("n_rows,n_cols,dtype", [(300, 100001, torch.float16), (8, 777777, torch.bfloat16),
                                                  (300, 100000, torch.bfloat16), (300, 100001, torch.float32),
                                                  (7, 65541, torch.float32), (1, 200003, torch.float32)], ids=str)
 def test_aligned_segments_match_float64(n_rows, n_cols, dtype, programs, slots, vectors, warps):
-    x = long_rows(n_rows, n_cols, seed=4, dtype=dtype)
-    atol, rtol = FORWARD_TOL[dtype]
-    for max_polls in (sm._max_polls(), 0):
-        y = torch.empty_like(x)
-        gs.tma_stream_forward(y, x, vectors, warps, slots * 8192, max_polls, True, programs_per_sm=programs,
-                              aligned=True)
-        torch.testing.assert_close(y.double(), torch.softmax(x.double(), -1), atol=atol, rtol=rtol)
+    launch_checked(long_rows(n_rows, n_cols, seed=4, dtype=dtype), programs, slots, vectors, warps, aligned=True)
 
 
 @on_hopper
