@@ -125,6 +125,16 @@ if __name__ == "__main__":
                           off, results, trials=3)
         save_results("probe_tma_narrow.json", results)
         sys.exit(0)
+    if sys.argv[1:] == ["eight"]:  # round 133: six programs on 8 warps (40 registers), twice the warps an SM
+        whole = [(65536, "bfloat16"), (131072, "float16"), (262144, "bfloat16"), (1048576, "float16"),
+                 (131072, "float32"), (1048576, "float32")]
+        off = [(100000, "float16"), (777777, "bfloat16"), (777777, "float32")]
+        ab_trials("6 x 4 of 8 KB, 8 warps of 2 vectors", launch(6, 4, 2, 8), whole, results, trials=3)
+        ab_trials("6 x 8 of 4 KB, 8 warps of 1 vector", launch(6, 8, 1, 8), whole[:4], results, trials=3)
+        ab_trials("6 x 4 of 8 KB, 8 warps of 2 vectors, aligned", launch(6, 4, 2, 8, aligned=True), off, results,
+                  trials=3)
+        save_results("probe_tma_narrow.json", results)
+        sys.exit(0)
     if sys.argv[1:] == ["unseen"]:  # rounds 123-125's winners where no probe has looked, before a rule is drawn
         ab_trials("6 x 4 of 8 KB, 4 warps of 4 vectors", launch(6, 4, 4, 4),
                   [(65536, "bfloat16"), (65536, "float32"), (98304, "float16"), (196608, "bfloat16"),
