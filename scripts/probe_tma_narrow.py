@@ -20,8 +20,9 @@ ratio over 1: the variant is faster).
     python scripts/probe_tma_narrow.py rest   # round 124: 5 x 5 and 6 x 4 of 8 KB at the H200's other short rows
     python scripts/probe_tma_narrow.py most   # round 125: 6 x 4 at the longest rows, 7 x 3 and 8 x 3 of 8 KB
     python scripts/probe_tma_narrow.py unseen # round 126: 6 x 4 and 5 x 5 at shapes no sweep has (a rule's check)
-    python scripts/probe_tma_narrow.py backward  # next (127): the backward on more programs of 8 KB tiles
-    python scripts/probe_tma_narrow.py aligned   # next (129): rows off view rows cut on view rows, either GPU
+    python scripts/probe_tma_narrow.py backward  # round 127: the backward on more programs of 8 KB tiles
+    python scripts/probe_tma_narrow.py aligned   # round 129: rows off view rows cut on view rows, either GPU
+    python scripts/probe_tma_narrow.py eight     # round 133: 6 programs on 8 warps of 2 vectors (or 1: 4 KB tiles)
 """
 import sys
 from pathlib import Path
