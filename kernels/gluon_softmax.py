@@ -146,18 +146,14 @@ def _tile_offsets(TILE: gl.constexpr, VEC: gl.constexpr, layout: gl.constexpr):
 
 
 @gluon.jit
-def _await_slots(slots_ptr, row, n_segments, siblings, max_polls, SLEEP_NS: gl.constexpr = 0):
+def _await_slots(slots_ptr, row, n_segments, siblings, max_polls):
     """(slot pointers, in-row mask, packed slots, any still missing) of row, re-read until every sibling has
-    published or max_polls re-reads are spent; SLEEP_NS > 0 (CUDA only, inline PTX): a nanosleep before each
-    re-read (see POLL_SLEEP_NS)."""
+    published or max_polls re-reads are spent."""
     ptrs = slots_ptr + row * n_segments + siblings
     in_row = siblings < n_segments
     packed = gl.load(ptrs, mask=in_row, other=-1, volatile=True)
     polls = 0
     while (gl.sum((packed == 0).to(gl.int32), axis=0) > 0) & (polls < max_polls):
-        if SLEEP_NS > 0:
-            gl.inline_asm_elementwise("nanosleep.u32 $1;\n\tmov.u32 $0, 0;", "=r,r", [polls * 0 + SLEEP_NS],
-                                      dtype=gl.int32, is_pure=False, pack=1)
         packed = gl.load(ptrs, mask=in_row, other=-1, volatile=True)
         polls += 1
     return ptrs, in_row, packed, gl.sum((packed == 0).to(gl.int32), axis=0) > 0
@@ -275,7 +271,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
                            segment_cols,
                            max_polls, TILE: gl.constexpr, SLOTS: gl.constexpr, VEC: gl.constexpr,
                            SEGMENTS_BLOCK: gl.constexpr, NUM_WARPS: gl.constexpr, LOOSE: gl.constexpr,
-                           TILE_LOOP: gl.constexpr, ALIGNED: gl.constexpr = False, POLL_SLEEP: gl.constexpr = 0):
+                           TILE_LOOP: gl.constexpr, ALIGNED: gl.constexpr = False):
     """Two-pass online softmax of (row, segment) items program_id, program_id + num_programs, ... of a contiguous
     [n_rows, n_cols] input of any row length; a segment is at most SLOTS tiles of TILE elements, held in shared
     memory from its load to its write. Tiles reduce and store only their whole 16-byte vectors; the few loose
@@ -285,8 +281,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
     over a runtime slot rather than unrolled (a quarter of the code; for 2-byte rows, round 102). The maxima stay in
     the input's units (exp(x - m)), as in triton_softmax's float32 kernels. Where part_desc's boxes are shorter than
     a tile, an item's last tile is asked for apart, up to the item's end in them (_issue_last_tile). ALIGNED: segments
-    after a row's first start on a view row (_segment_span), so that they use every slot. POLL_SLEEP: nanoseconds
-    to sleep before each re-read of the siblings' slots (0: none; _poll_sleep)."""
+    after a row's first start on a view row (_segment_span), so that they use every slot."""
     dtype: gl.constexpr = in_desc.dtype
     W: gl.constexpr = in_desc.block_type.shape[1]
     # 1: an item's last tile is asked for apart, in part_desc's boxes; 0: as every other tile
@@ -344,7 +339,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
             inv_row_sum = 1.0 / (seg_sum * _exp(seg_max - row_max))  # NaN for a fully -inf row, as in torch
         else:
             gl.atomic_xchg(slots_ptr + item, _pack(seg_max, seg_sum), sem="relaxed")
-            ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, max_polls, POLL_SLEEP)
+            ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, max_polls)
             if _anywhere(missing, NUM_WARPS):
                 # a sibling that is not running (the grid is not co-resident): its partial from global memory,
                 # published so that the row's other segments find it too
@@ -426,11 +421,10 @@ def _issue_pair(y_desc, dy_desc, y_slot, dy_slot, bar, tile_start, W: gl.constex
 def _tma_stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, y_desc, dy_desc, slots_ptr, n_rows, n_cols,
                            n_segments, segment_cols, max_polls, TILE: gl.constexpr, SLOTS: gl.constexpr,
                            VEC: gl.constexpr, ALIGN: gl.constexpr, SEGMENTS_BLOCK: gl.constexpr,
-                           NUM_WARPS: gl.constexpr, POLL_SLEEP: gl.constexpr = 0):
+                           NUM_WARPS: gl.constexpr):
     """The backward dx = y * (dy - sum(y * dy)) of contiguous [n_rows, n_cols] y and dy on tma-stream's plan: each
     (row, segment) item's y and dy (at most SLOTS tiles of each) held in shared memory from their load to dx's write,
-    the segments' dots exchanged through slots, the next item's tiles asked for as this item's are written.
-    POLL_SLEEP: as the forward's."""
+    the segments' dots exchanged through slots, the next item's tiles asked for as this item's are written."""
     dtype: gl.constexpr = y_desc.dtype
     W: gl.constexpr = y_desc.block_type.shape[1]
     layout: gl.constexpr = gl.BlockedLayout([1, VEC], [32, 1], [NUM_WARPS, 1], [1, 0])
@@ -462,7 +456,7 @@ def _tma_stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, y_desc, 
         row_dot = gl.sum(vec_dot, axis=0)
         if n_segments > 1:
             gl.atomic_xchg(slots_ptr + item, _pack_dot(row_dot), sem="relaxed")
-            ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, max_polls, POLL_SLEEP)
+            ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, max_polls)
             if _anywhere(missing, NUM_WARPS):
                 row_first = row * n_cols
                 for sibling in range(0, n_segments):
@@ -634,18 +628,6 @@ def _last_tile_part_rows(segment_cols: int, tile: int, width: int, tile_loop: bo
     return LAST_TILE_PART_ROWS if 0 < held < tile // 2 and not tile_loop else tile // width
 
 
-# A sleep before each re-read of the siblings' slots, in rows of this many segments or more (0 ns: none). Round 26
-# took 500 ns for tile-stream's rows of 16 segments or more (+1-2 points at fp32 1M); tma-stream's rows have up to
-# 128 segments on 6 programs of 8 KB tiles, each warp re-reading every slot. Off until round 134 measures it.
-POLL_SLEEP_NS = 0
-POLL_SLEEP_MIN_SEGMENTS = 16
-
-
-def _poll_sleep(n_segments: int) -> int:
-    """Nanoseconds a program sleeps before each re-read of its row's slots (POLL_SLEEP_NS), for rows of n_segments."""
-    return POLL_SLEEP_NS if n_segments >= POLL_SLEEP_MIN_SEGMENTS else 0
-
-
 def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int, num_warps: int,
                        segment_bytes: int, max_polls: int, tile_loop: bool = False, launch=_direct,
                        part_rows: int = 0, programs_per_sm: int = 1, aligned: bool = False) -> None:
@@ -664,7 +646,7 @@ def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int
     part_rows = part_rows or _last_tile_part_rows(shape.segment_cols, shape.constexprs["TILE"], width, tile_loop)
     launch(_tma_stream_fwd_kernel, shape.grid, y, x, shape.descriptor(x), shape.descriptor(x, part_rows),
            shape.slots, *x.shape, shape.n_segments, shape.segment_cols, max_polls, LOOSE=loose, TILE_LOOP=tile_loop,
-           ALIGNED=aligned, POLL_SLEEP=_poll_sleep(shape.n_segments), **shape.constexprs)
+           ALIGNED=aligned, **shape.constexprs)
 
 
 def tma_stream_backward(dx: torch.Tensor, y: torch.Tensor, dy: torch.Tensor, vectors_per_thread: int, num_warps: int,
@@ -678,4 +660,4 @@ def tma_stream_backward(dx: torch.Tensor, y: torch.Tensor, dy: torch.Tensor, vec
     cap = {} if "maxnreg" in shape.constexprs or not maxnreg else {"maxnreg": maxnreg}
     launch(_tma_stream_bwd_kernel, shape.grid, dx, y, dy, shape.descriptor(y), shape.descriptor(dy), shape.slots,
            *y.shape, shape.n_segments, shape.segment_cols, max_polls, ALIGN=shape.constexprs["VEC"],
-           POLL_SLEEP=_poll_sleep(shape.n_segments), **shape.constexprs, **cap)
+           **shape.constexprs, **cap)

@@ -21,11 +21,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 def facts(op: str, dtype: str, programs: int, warps: int, vectors: int, slots: int, loose: bool = False,
           tile_loop: bool = False, aligned: bool = False, maxnreg: int = 0, segments_block: int = 0,
-          part_rows: int = 0, poll_sleep: int = 0) -> dict:
+          part_rows: int = 0) -> dict:
     """Resource use of one tma-stream launch compiled for sm_90 (slots: tiles of each tensor a program holds;
     maxnreg 0: the launch's own cap, gluon_softmax._register_share; segments_block 0: 32 for one program an SM, else
-    64; part_rows 0: the forward's largest last-tile box, a tile's with the tile loop, LAST_TILE_PART_ROWS without;
-    poll_sleep: the kernel's POLL_SLEEP, nanoseconds before each re-read of the slots)."""
+    64; part_rows 0: the forward's largest last-tile box, a tile's with the tile loop, LAST_TILE_PART_ROWS without)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
@@ -54,8 +53,6 @@ def facts(op: str, dtype: str, programs: int, warps: int, vectors: int, slots: i
         kernel_fn, divisible = gs._tma_stream_bwd_kernel, (0, 1, 2, 5)
         kind = dict(ALIGN=16 // elem)
     segments_block = segments_block or (32 if programs == 1 else 64)  # more programs, more segments a row
-    if poll_sleep or "POLL_SLEEP" in kernel_fn.arg_names:  # as ALIGNED: a kernel without it compiles without it
-        kind["POLL_SLEEP"] = poll_sleep
     constexprs = dict(TILE=tile, SLOTS=slots, VEC=16 // elem, SEGMENTS_BLOCK=segments_block, NUM_WARPS=warps, **kind)
     signature.update(dict.fromkeys(constexprs, "constexpr"))
     kernel = triton.compile(GluonASTSource(fn=kernel_fn, signature=signature, constexprs=constexprs,
@@ -68,7 +65,7 @@ def facts(op: str, dtype: str, programs: int, warps: int, vectors: int, slots: i
             "shared": kernel.metadata.shared, "register_cap": maxnreg or 255,
             "instructions": len(re.findall(r"^\s+/\*[0-9a-f]{4,}\*/", sass, re.M)),
             "tma_loads": sass.count("UTMALDG"), "vector_stores": sass.count("STG.E.128"),
-            "exp2": sass.count("MUFU.EX2"), "nanosleep": sass.count("NANOSLEEP")}
+            "exp2": sass.count("MUFU.EX2")}
 
 
 def main(argv: list) -> None:
@@ -78,14 +75,13 @@ def main(argv: list) -> None:
     parser.add_argument("dtype", choices=("fp32", "fp16", "bf16"))
     for name in ("programs", "warps", "vectors", "slots"):
         parser.add_argument(f"--{name}", type=int, required=True)
-    for name in ("maxnreg", "segments-block", "part-rows", "poll-sleep"):
+    for name in ("maxnreg", "segments-block", "part-rows"):
         parser.add_argument(f"--{name}", type=int, default=0)
     for name in ("loose", "tile-loop", "aligned"):
         parser.add_argument(f"--{name}", action="store_true")
     args = parser.parse_args(argv)
     print(json.dumps(facts(args.op, args.dtype, args.programs, args.warps, args.vectors, args.slots, args.loose,
-                           args.tile_loop, args.aligned, args.maxnreg, args.segments_block, args.part_rows,
-                           args.poll_sleep)))
+                           args.tile_loop, args.aligned, args.maxnreg, args.segments_block, args.part_rows)))
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ ratio over 1: the variant is faster).
     python scripts/probe_tma_narrow.py backward  # round 127: the backward on more programs of 8 KB tiles
     python scripts/probe_tma_narrow.py aligned   # round 129: rows off view rows cut on view rows, either GPU
     python scripts/probe_tma_narrow.py eight     # round 133: 6 programs on 8 warps of 2 vectors (or 1: 4 KB tiles)
-    python scripts/probe_tma_narrow.py sleep     # round 134: a sleep before each re-read of the slots (16+ segments)
 """
 import sys
 from pathlib import Path
@@ -36,17 +35,6 @@ from probe_tma_ctas import capped_forward as launch  # noqa: E402  (programs, sl
 from probe_tma_ctas import backward  # noqa: E402
 from probe_trials import ab_trials, backward_case  # noqa: E402
 from kernels import gluon_softmax as gs  # noqa: E402
-
-def with_poll_sleep(ns: int, fn):
-    """fn with gluon_softmax.POLL_SLEEP_NS at ns while it launches (rows of POLL_SLEEP_MIN_SEGMENTS or more)."""
-    def run(*args):
-        before, gs.POLL_SLEEP_NS = gs.POLL_SLEEP_NS, ns
-        try:
-            return fn(*args)
-        finally:
-            gs.POLL_SLEEP_NS = before
-    return run
-
 
 SHORT = [(65536, "bfloat16"), (100000, "float16"), (100000, "bfloat16"), (100001, "float16"), (100001, "bfloat16"),
          (777777, "bfloat16")]
@@ -146,16 +134,6 @@ if __name__ == "__main__":
         ab_trials("6 x 8 of 4 KB, 8 warps of 1 vector", launch(6, 8, 1, 8), whole[:4], results, trials=3)
         ab_trials("6 x 4 of 8 KB, 8 warps of 2 vectors, aligned", launch(6, 4, 2, 8, aligned=True), off, results,
                   trials=3)
-        save_results("probe_tma_narrow.json", results)
-        sys.exit(0)
-    if sys.argv[1:] == ["sleep"]:  # round 134: a sleep before each re-read of the slots, rows of 16 segments or more
-        forward = [(262144, "float16"), (1048576, "bfloat16"), (777777, "float16"), (131072, "float32"),
-                   (1048576, "float32"), (777777, "float32"), (131072, "bfloat16")]  # the last: 8 segments, a control
-        backward_rows = [(1048576, "float32"), (1048576, "float16"), (131072, "float32"), (131072, "bfloat16")]
-        for ns in (200, 500, 1000):
-            ab_trials(f"poll sleep {ns} ns", with_poll_sleep(ns, sm.softmax_forward), forward, results, trials=3)
-            ab_trials(f"poll sleep {ns} ns, backward", with_poll_sleep(ns, sm.softmax_backward), backward_rows,
-                      results, baseline=sm.softmax_backward, trials=3, case=backward_case)
         save_results("probe_tma_narrow.json", results)
         sys.exit(0)
     if sys.argv[1:] == ["unseen"]:  # rounds 123-125's winners where no probe has looked, before a rule is drawn
