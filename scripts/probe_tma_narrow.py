@@ -23,6 +23,7 @@ ratio over 1: the variant is faster).
     python scripts/probe_tma_narrow.py backward  # round 127: the backward on more programs of 8 KB tiles
     python scripts/probe_tma_narrow.py aligned   # round 129: rows off view rows cut on view rows, either GPU
     python scripts/probe_tma_narrow.py eight     # round 133: 6 programs on 8 warps of 2 vectors (or 1: 4 KB tiles)
+    python scripts/probe_tma_narrow.py whole_rounds  # round 135: a grid of whole rows (no row across two rounds)
 """
 import sys
 from pathlib import Path
@@ -36,6 +37,26 @@ from probe_tma_ctas import backward  # noqa: E402
 from probe_trials import ab_trials, backward_case  # noqa: E402
 from kernels import gluon_softmax as gs  # noqa: E402
 
+def whole_rows_grid(fn):
+    """fn with its tma-stream launches' persistent grid cut to a multiple of the row's segments (where a row has
+    fewer segments than the grid has programs), so that each round of the grid takes whole rows."""
+    def launch(kernel, grid, *args, **kwargs):
+        if kernel not in (gs._tma_stream_fwd_kernel, gs._tma_stream_bwd_kernel):
+            return table_launch(kernel, grid, *args, **kwargs)
+        n_segments = args[7] if kernel is gs._tma_stream_fwd_kernel else args[8]
+        programs = grid[0] // n_segments * n_segments if n_segments <= grid[0] else grid[0]
+        return table_launch(kernel, (programs,), *args, **kwargs)
+
+    def run(*args):
+        sm._launch = launch
+        try:
+            return fn(*args)
+        finally:
+            sm._launch = table_launch
+    return run
+
+
+table_launch = sm._launch
 SHORT = [(65536, "bfloat16"), (100000, "float16"), (100000, "bfloat16"), (100001, "float16"), (100001, "bfloat16"),
          (777777, "bfloat16")]
 CONTROLS = [(524288, "float16"), (1048576, "bfloat16")]
@@ -134,6 +155,16 @@ if __name__ == "__main__":
         ab_trials("6 x 8 of 4 KB, 8 warps of 1 vector", launch(6, 8, 1, 8), whole[:4], results, trials=3)
         ab_trials("6 x 4 of 8 KB, 8 warps of 2 vectors, aligned", launch(6, 4, 2, 8, aligned=True), off, results,
                   trials=3)
+        save_results("probe_tma_narrow.json", results)
+        sys.exit(0)
+    if sys.argv[1:] == ["whole_rounds"]:  # round 135: a grid of whole rows, so no row straddles two rounds
+        forward = [(262144, "float16"), (524288, "bfloat16"), (1048576, "float16"), (777777, "bfloat16"),
+                   (131072, "float32"), (262144, "float32"), (524288, "float32"), (1048576, "float32"),
+                   (777777, "float32"), (131072, "bfloat16")]  # the last: 8 segments, 792 programs: a control
+        ab_trials("grid of whole rows", whole_rows_grid(sm.softmax_forward), forward, results, trials=3)
+        backward_rows = [(1048576, "float32"), (1048576, "float16"), (131072, "float32")]
+        ab_trials("grid of whole rows, backward", whole_rows_grid(sm.softmax_backward), backward_rows, results,
+                  baseline=sm.softmax_backward, trials=3, case=backward_case)
         save_results("probe_tma_narrow.json", results)
         sys.exit(0)
     if sys.argv[1:] == ["unseen"]:  # rounds 123-125's winners where no probe has looked, before a rule is drawn
