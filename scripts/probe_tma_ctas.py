@@ -107,15 +107,21 @@ def fewest_segments(n_cols: int, tile: int, segment_bytes: int, elem_bytes: int,
     return n_segments, segment_cols, triton.cdiv(segment_cols + width - 1, tile)
 
 
-def with_fewest_segments(run):
-    """run with gs._segments replaced by fewest_segments for the call."""
+def with_attribute(module, name: str, value, run):
+    """run with module.name set to value for the call (restored after it, whatever happens)."""
     def patched(*args):
-        gs._segments = fewest_segments
+        before = getattr(module, name)
+        setattr(module, name, value)
         try:
             return run(*args)
         finally:
-            gs._segments = SEGMENTS
+            setattr(module, name, before)
     return patched
+
+
+def with_fewest_segments(run):
+    """run with gs._segments replaced by fewest_segments for the call."""
+    return with_attribute(gs, "_segments", fewest_segments, run)
 
 
 if __name__ == "__main__":

@@ -33,30 +33,25 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from probe_long_rows import save_results, sm, warm_up_gpu  # noqa: E402
 from probe_tma_ctas import capped_forward as launch  # noqa: E402  (programs, slots, vectors, warps, part_rows)
-from probe_tma_ctas import backward  # noqa: E402
+from probe_tma_ctas import backward, with_attribute  # noqa: E402
 from probe_trials import ab_trials, backward_case  # noqa: E402
 from kernels import gluon_softmax as gs  # noqa: E402
+
+TABLE_LAUNCH = sm._launch
+
 
 def whole_rows_grid(fn):
     """fn with its tma-stream launches' persistent grid cut to a multiple of the row's segments (where a row has
     fewer segments than the grid has programs), so that each round of the grid takes whole rows."""
     def launch(kernel, grid, *args, **kwargs):
         if kernel not in (gs._tma_stream_fwd_kernel, gs._tma_stream_bwd_kernel):
-            return table_launch(kernel, grid, *args, **kwargs)
+            return TABLE_LAUNCH(kernel, grid, *args, **kwargs)
         n_segments = args[7] if kernel is gs._tma_stream_fwd_kernel else args[8]
         programs = grid[0] // n_segments * n_segments if n_segments <= grid[0] else grid[0]
-        return table_launch(kernel, (programs,), *args, **kwargs)
-
-    def run(*args):
-        sm._launch = launch
-        try:
-            return fn(*args)
-        finally:
-            sm._launch = table_launch
-    return run
+        return TABLE_LAUNCH(kernel, (programs,), *args, **kwargs)
+    return with_attribute(sm, "_launch", launch, fn)
 
 
-table_launch = sm._launch
 SHORT = [(65536, "bfloat16"), (100000, "float16"), (100000, "bfloat16"), (100001, "float16"), (100001, "bfloat16"),
          (777777, "bfloat16")]
 CONTROLS = [(524288, "float16"), (1048576, "bfloat16")]
