@@ -24,6 +24,8 @@ ratio over 1: the variant is faster).
     python scripts/probe_tma_narrow.py aligned   # round 129: rows off view rows cut on view rows, either GPU
     python scripts/probe_tma_narrow.py eight     # round 133: 6 programs on 8 warps of 2 vectors (or 1: 4 KB tiles)
     python scripts/probe_tma_narrow.py whole_rounds  # round 135: a grid of whole rows (no row across two rounds)
+    python scripts/probe_tma_narrow.py sleep     # round 134: a sleep before each re-read of the slots (16+ segments);
+                                                 # first: git apply --include='kernels/*' the round-134 patch
 """
 import sys
 from pathlib import Path
@@ -160,6 +162,19 @@ if __name__ == "__main__":
         backward_rows = [(1048576, "float32"), (1048576, "float16"), (131072, "float32")]
         ab_trials("grid of whole rows, backward", whole_rows_grid(sm.softmax_backward), backward_rows, results,
                   baseline=sm.softmax_backward, trials=3, case=backward_case)
+        save_results("probe_tma_narrow.json", results)
+        sys.exit(0)
+    if sys.argv[1:] == ["sleep"]:  # round 134: a sleep before each re-read of the slots, rows of 16 segments or more
+        if not hasattr(gs, "POLL_SLEEP_NS"):  # else every variant would time the product against itself
+            sys.exit("the sleep probe needs notes/probes/2026-11-26-round-134-poll-sleep.patch's kernels/ applied")
+        forward = [(262144, "float16"), (1048576, "bfloat16"), (777777, "float16"), (131072, "float32"),
+                   (1048576, "float32"), (777777, "float32"), (131072, "bfloat16")]  # the last: 8 segments, a control
+        backward_rows = [(1048576, "float32"), (1048576, "float16"), (131072, "float32"), (131072, "bfloat16")]
+        for ns in (200, 500, 1000):
+            ab_trials(f"poll sleep {ns} ns", with_attribute(gs, "POLL_SLEEP_NS", ns, sm.softmax_forward), forward,
+                      results, trials=3)
+            ab_trials(f"poll sleep {ns} ns, backward", with_attribute(gs, "POLL_SLEEP_NS", ns, sm.softmax_backward),
+                      backward_rows, results, baseline=sm.softmax_backward, trials=3, case=backward_case)
         save_results("probe_tma_narrow.json", results)
         sys.exit(0)
     if sys.argv[1:] == ["unseen"]:  # rounds 123-125's winners where no probe has looked, before a rule is drawn
