@@ -21,10 +21,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 def facts(op: str, dtype: str, programs: int, warps: int, vectors: int, slots: int, loose: bool = False,
           tile_loop: bool = False, aligned: bool = False, maxnreg: int = 0, segments_block: int = 0,
-          part_rows: int = 0) -> dict:
+          part_rows: int = 0, dynamic: bool = False) -> dict:
     """Resource use of one tma-stream launch compiled for sm_90 (slots: tiles of each tensor a program holds;
     maxnreg 0: the launch's own cap, gluon_softmax._register_share; segments_block 0: 32 for one program an SM, else
-    64; part_rows 0: the forward's largest last-tile box, a tile's with the tile loop, LAST_TILE_PART_ROWS without)."""
+    64; part_rows 0: the forward's largest last-tile box, a tile's with the tile loop, LAST_TILE_PART_ROWS without;
+    dynamic: items taken from a counter, the kernels' DYNAMIC)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
@@ -52,6 +53,8 @@ def facts(op: str, dtype: str, programs: int, warps: int, vectors: int, slots: i
                      "dy_desc": desc, **scalars}
         kernel_fn, divisible = gs._tma_stream_bwd_kernel, (0, 1, 2, 5)
         kind = dict(ALIGN=16 // elem)
+    if dynamic:
+        kind["DYNAMIC"] = True
     segments_block = segments_block or (32 if programs == 1 else 64)  # more programs, more segments a row
     constexprs = dict(TILE=tile, SLOTS=slots, VEC=16 // elem, SEGMENTS_BLOCK=segments_block, NUM_WARPS=warps, **kind)
     signature.update(dict.fromkeys(constexprs, "constexpr"))
@@ -77,11 +80,12 @@ def main(argv: list) -> None:
         parser.add_argument(f"--{name}", type=int, required=True)
     for name in ("maxnreg", "segments-block", "part-rows"):
         parser.add_argument(f"--{name}", type=int, default=0)
-    for name in ("loose", "tile-loop", "aligned"):
+    for name in ("loose", "tile-loop", "aligned", "dynamic"):
         parser.add_argument(f"--{name}", action="store_true")
     args = parser.parse_args(argv)
     print(json.dumps(facts(args.op, args.dtype, args.programs, args.warps, args.vectors, args.slots, args.loose,
-                           args.tile_loop, args.aligned, args.maxnreg, args.segments_block, args.part_rows)))
+                           args.tile_loop, args.aligned, args.maxnreg, args.segments_block, args.part_rows,
+                           args.dynamic)))
 
 
 if __name__ == "__main__":
