@@ -21,11 +21,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 def facts(op: str, dtype: str, programs: int, warps: int, vectors: int, slots: int, loose: bool = False,
           tile_loop: bool = False, aligned: bool = False, maxnreg: int = 0, segments_block: int = 0,
-          part_rows: int = 0, dynamic: bool = False) -> dict:
+          part_rows: int = 0, dynamic: bool = False, prefetch_next: bool = False) -> dict:
     """Resource use of one tma-stream launch compiled for sm_90 (slots: tiles of each tensor a program holds;
     maxnreg 0: the launch's own cap, gluon_softmax._register_share; segments_block 0: 32 for one program an SM, else
     64; part_rows 0: the forward's largest last-tile box, a tile's with the tile loop, LAST_TILE_PART_ROWS without;
-    dynamic: items taken from a counter, the kernels' DYNAMIC)."""
+    dynamic: items taken from a counter, the kernels' DYNAMIC (round 137's patch); prefetch_next: the forward's
+    PREFETCH_NEXT)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
@@ -55,6 +56,8 @@ def facts(op: str, dtype: str, programs: int, warps: int, vectors: int, slots: i
         kind = dict(ALIGN=16 // elem)
     if dynamic:
         kind["DYNAMIC"] = True
+    if prefetch_next:
+        kind["PREFETCH_NEXT"] = True
     segments_block = segments_block or (32 if programs == 1 else 64)  # more programs, more segments a row
     constexprs = dict(TILE=tile, SLOTS=slots, VEC=16 // elem, SEGMENTS_BLOCK=segments_block, NUM_WARPS=warps, **kind)
     signature.update(dict.fromkeys(constexprs, "constexpr"))
@@ -80,12 +83,12 @@ def main(argv: list) -> None:
         parser.add_argument(f"--{name}", type=int, required=True)
     for name in ("maxnreg", "segments-block", "part-rows"):
         parser.add_argument(f"--{name}", type=int, default=0)
-    for name in ("loose", "tile-loop", "aligned", "dynamic"):
+    for name in ("loose", "tile-loop", "aligned", "dynamic", "prefetch-next"):
         parser.add_argument(f"--{name}", action="store_true")
     args = parser.parse_args(argv)
     print(json.dumps(facts(args.op, args.dtype, args.programs, args.warps, args.vectors, args.slots, args.loose,
                            args.tile_loop, args.aligned, args.maxnreg, args.segments_block, args.part_rows,
-                           args.dynamic)))
+                           args.dynamic, args.prefetch_next)))
 
 
 if __name__ == "__main__":

@@ -26,7 +26,8 @@ ratio over 1: the variant is faster).
     python scripts/probe_tma_narrow.py whole_rounds  # round 135: a grid of whole rows (no row across two rounds)
     python scripts/probe_tma_narrow.py sleep     # round 134: a sleep before each re-read of the slots (16+ segments);
                                                  # first: git apply --include='kernels/*' the round-134 patch
-    python scripts/probe_tma_narrow.py dynamic   # round 137: items taken from a counter (gluon_softmax.DYNAMIC_ITEMS)
+    python scripts/probe_tma_narrow.py dynamic   # round 137: items taken from a counter (its patch applied first)
+    python scripts/probe_tma_narrow.py prefetch  # round 140: L2 asked for the next item while a segment waits
 """
 import sys
 from pathlib import Path
@@ -187,6 +188,14 @@ if __name__ == "__main__":
         backward_rows = [(1048576, "float32"), (1048576, "float16"), (131072, "float32"), (131072, "bfloat16")]
         ab_trials("items from a counter, backward", with_attribute(gs, "DYNAMIC_ITEMS", True, sm.softmax_backward),
                   backward_rows, results, baseline=sm.softmax_backward, trials=3, case=backward_case)
+        save_results("probe_tma_narrow.json", results)
+        sys.exit(0)
+    if sys.argv[1:] == ["prefetch"]:  # round 140: L2 asked for the next item's tiles while a segment waits
+        forward = [(65536, "bfloat16"), (100000, "float16"), (131072, "bfloat16"), (262144, "float16"),
+                   (524288, "bfloat16"), (777777, "float16"), (1048576, "bfloat16"), (131072, "float32"),
+                   (524288, "float32"), (777777, "float32"), (1048576, "float32")]
+        ab_trials("next item prefetched into L2 while waiting",
+                  with_attribute(gs, "PREFETCH_NEXT_L2", True, sm.softmax_forward), forward, results, trials=3)
         save_results("probe_tma_narrow.json", results)
         sys.exit(0)
     if sys.argv[1:] == ["unseen"]:  # rounds 123-125's winners where no probe has looked, before a rule is drawn
