@@ -57,7 +57,7 @@ def facts(op: str, dtype: str, programs: int, warps: int, vectors: int, slots: i
     if dynamic:
         kind["DYNAMIC"] = True
     if prefetch_next:
-        kind["PREFETCH_NEXT"] = True
+        kind["PREFETCH_NEXT"] = 1
     segments_block = segments_block or (32 if programs == 1 else 64)  # more programs, more segments a row
     constexprs = dict(TILE=tile, SLOTS=slots, VEC=16 // elem, SEGMENTS_BLOCK=segments_block, NUM_WARPS=warps, **kind)
     signature.update(dict.fromkeys(constexprs, "constexpr"))

@@ -27,8 +27,10 @@ ratio over 1: the variant is faster).
     python scripts/probe_tma_narrow.py sleep     # round 134: a sleep before each re-read of the slots (16+ segments);
                                                  # first: git apply --include='kernels/*' the round-134 patch
     python scripts/probe_tma_narrow.py dynamic   # round 137: items taken from a counter (its patch applied first)
-    python scripts/probe_tma_narrow.py prefetch  # round 140: L2 asked for the next item while a segment waits
+    python scripts/probe_tma_narrow.py prefetch  # round 140: L2 asked for the next item while a segment waits;
+                                                 # PREFETCH_TILES=1,2 tiles from its end; its patch applied first
 """
+import os
 import sys
 from pathlib import Path
 
@@ -191,11 +193,14 @@ if __name__ == "__main__":
         save_results("probe_tma_narrow.json", results)
         sys.exit(0)
     if sys.argv[1:] == ["prefetch"]:  # round 140: L2 asked for the next item's tiles while a segment waits
+        if not hasattr(gs, "PREFETCH_NEXT_L2"):  # else every variant would time the product against itself
+            sys.exit("the prefetch probe needs notes/probes/2026-11-26-round-140-prefetch-next.patch applied")
         forward = [(65536, "bfloat16"), (100000, "float16"), (131072, "bfloat16"), (262144, "float16"),
                    (524288, "bfloat16"), (777777, "float16"), (1048576, "bfloat16"), (131072, "float32"),
                    (524288, "float32"), (777777, "float32"), (1048576, "float32")]
-        ab_trials("next item prefetched into L2 while waiting",
-                  with_attribute(gs, "PREFETCH_NEXT_L2", True, sm.softmax_forward), forward, results, trials=3)
+        for tiles in [int(t) for t in os.environ.get("PREFETCH_TILES", "4").split(",")]:
+            ab_trials(f"next item's last {tiles} tiles prefetched into L2 while waiting",
+                      with_attribute(gs, "PREFETCH_NEXT_L2", tiles, sm.softmax_forward), forward, results, trials=3)
         save_results("probe_tma_narrow.json", results)
         sys.exit(0)
     if sys.argv[1:] == ["unseen"]:  # rounds 123-125's winners where no probe has looked, before a rule is drawn
