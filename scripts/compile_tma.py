@@ -26,7 +26,7 @@ def facts(op: str, dtype: str, programs: int, warps: int, vectors: int, slots: i
     maxnreg 0: the launch's own cap, gluon_softmax._register_share; segments_block 0: 32 for one program an SM, else
     64; part_rows 0: the forward's largest last-tile box, a tile's with the tile loop, LAST_TILE_PART_ROWS without;
     dynamic: items taken from a counter, the kernels' DYNAMIC (round 137's patch); prefetch_next: the forward's
-    PREFETCH_NEXT)."""
+    PREFETCH_NEXT (round 140's patch))."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
