@@ -32,6 +32,21 @@ MAX_POLLS = 1 << 22
 
 
 @gluon.jit
+def _row_stats(slots_ptr, item, row, n_segments, siblings, max_polls, seg_max, seg_sum):
+    """(row max, 1 / row sum) from this segment's (max, sum) and, in rows of several segments, its siblings', once
+    each has published to the slots (no cold path: a sibling that never publishes leaves the output wrong)."""
+    if n_segments == 1:
+        return seg_max, 1.0 / seg_sum
+    gl.atomic_xchg(slots_ptr + item, _pack(seg_max, seg_sum), sem="relaxed")
+    packed = _await_slots(slots_ptr, row, n_segments, siblings, max_polls)[2]
+    in_row = siblings < n_segments
+    maxima = gl.where(in_row, (packed >> 32).to(gl.int32).to(gl.float32, bitcast=True), float("-inf"))
+    row_max = gl.max(maxima, axis=0)
+    sums = packed.to(gl.int32).to(gl.float32, bitcast=True) * gl.exp2((maxima - row_max) * LOG2E)
+    return row_max, 1.0 / gl.sum(gl.where(in_row, sums, 0.0), axis=0)
+
+
+@gluon.jit
 def _held_fwd_kernel(output_ptr, in_desc, slots_ptr, n_rows, n_cols, n_segments, max_polls,
                      TILE: gl.constexpr, SLOTS: gl.constexpr, VEC: gl.constexpr, SEGMENTS_BLOCK: gl.constexpr,
                      NUM_WARPS: gl.constexpr):
@@ -73,16 +88,7 @@ def _held_fwd_kernel(output_ptr, in_desc, slots_ptr, n_rows, n_cols, n_segments,
         seg_max = gl.max(vec_max, axis=0)
         seg_safe = gl.where(seg_max == float("-inf"), 0.0, seg_max)
         seg_sum = gl.sum(vec_sum * gl.exp2((vec_max - seg_safe) * LOG2E), axis=0)
-        if n_segments == 1:
-            row_max = seg_max
-            inv_row_sum = 1.0 / seg_sum
-        else:
-            gl.atomic_xchg(slots_ptr + item, _pack(seg_max, seg_sum), sem="relaxed")
-            ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, max_polls)
-            part_max = gl.where(in_row, (packed >> 32).to(gl.int32).to(gl.float32, bitcast=True), float("-inf"))
-            part_sum = packed.to(gl.int32).to(gl.float32, bitcast=True)
-            row_max = gl.max(part_max, axis=0)
-            inv_row_sum = 1.0 / gl.sum(gl.where(in_row, part_sum * gl.exp2((part_max - row_max) * LOG2E), 0.0), axis=0)
+        row_max, inv_row_sum = _row_stats(slots_ptr, item, row, n_segments, siblings, max_polls, seg_max, seg_sum)
         scale = gl.exp2((vec_safe - row_max) * LOG2E) * inv_row_sum
         y = e * gl.expand_dims(scale, 1)
         gl.store(output_ptr + (item * SEG + offsets).to(gl.int64), y.to(dtype))
