@@ -22,6 +22,7 @@ anywhere a view row does: a segment's first tile starts at the view row that hol
 takes any row length: its tiles work on whole 16-byte vectors only, and the loose elements (a segment's partial
 vectors at either end, and the tail past the last whole view row) are read and written apart (round 102).
 """
+import functools
 import math
 from typing import Callable, NamedTuple
 
@@ -521,7 +522,21 @@ def _tma_readable(x: torch.Tensor) -> bool:
     """Whether the TMA can read x as a flat view: a CUDA tensor of compute capability 9.0 or more, 2-D, contiguous, on
     a 16-byte-aligned base, with fewer than 2^31 elements (the kernels' flat indices are 32-bit)."""
     return (x.is_cuda and x.dim() == 2 and x.is_contiguous() and x.data_ptr() % 16 == 0
-            and torch.cuda.get_device_capability(x.device)[0] >= 9 and 0 < x.numel() < 2 ** 31)
+            and _device_facts(x.device)[0] >= 9 and 0 < x.numel() < 2 ** 31)
+
+
+@functools.lru_cache(maxsize=None)
+def _device_facts(device: torch.device) -> tuple[int, int]:
+    """(compute capability's major, streaming multiprocessors) of a CUDA device, asked of the driver once: an eager
+    call's host time is what these lookups cost otherwise (round 142)."""
+    properties = torch.cuda.get_device_properties(device)
+    return properties.major, properties.multi_processor_count
+
+
+@functools.lru_cache(maxsize=None)
+def _shared_layout(elem_bytes: int):
+    """The descriptors' shared-memory layout for elements of elem_bytes (no swizzle), built once."""
+    return gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=elem_bytes * 8, rank=2)
 
 
 def tma_forward_eligible(x: torch.Tensor) -> bool:
@@ -536,6 +551,7 @@ def tma_backward_eligible(x: torch.Tensor) -> bool:
     return _tma_readable(x) and x.shape[1] % (16 // x.element_size()) == 0 and _view_width(x) > 0
 
 
+@functools.lru_cache(maxsize=4096)
 def _segments(n_cols: int, tile: int, segment_bytes: int, elem_bytes: int, width: int,
               aligned: bool = False) -> tuple[int, int, int]:
     """(segments a row, columns a segment, slots a program) for rows of n_cols in tiles of tile elements (view rows of
@@ -596,15 +612,16 @@ def _launch_shape(t: torch.Tensor, vectors_per_thread: int, num_warps: int, segm
     if programs_per_sm * (tensors * slots * tile * elem + 1024 + PROGRAM_RESERVED_BYTES) > SM_SHARED_BYTES:
         raise ValueError(f"{programs_per_sm} tma-stream programs an SM of {slots} slots of {tile * elem} bytes "
                          f"({tensors} tensors) do not fit an SM's {SM_SHARED_BYTES} bytes of shared memory")
-    sms = torch.cuda.get_device_properties(t.device).multi_processor_count
+    sms = _device_facts(t.device)[1]
     maxnreg = _register_share(programs_per_sm, num_warps)
-    layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=elem * 8, rank=2)
+    layout = _shared_layout(elem)
 
     def descriptor(u: torch.Tensor, box_rows: int = tile // width) -> TensorDescriptor:
         """u's first numel // width * width elements viewed as [numel // width, width], in boxes of box_rows view
         rows (default: a tile a box)."""
-        view = u.view(-1)[: u.numel() // width * width].view(-1, width)
-        return TensorDescriptor(view, list(view.shape), list(view.stride()), [box_rows, width], layout)
+        whole = u.numel() // width * width
+        view = (u if whole == u.numel() else u.view(-1)[:whole]).view(-1, width)
+        return TensorDescriptor(view, [whole // width, width], [width, 1], [box_rows, width], layout)
     return _Launch(
         grid=(min(programs_per_sm * sms, n_rows * n_segments),),
         n_segments=n_segments, segment_cols=segment_cols,
