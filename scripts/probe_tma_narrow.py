@@ -58,6 +58,18 @@ def whole_rows_grid(fn):
     return with_attribute(sm, "_launch", launch, fn)
 
 
+# the long rows rounds 137 and 140 time: 2-byte 65,536-1M and fp32 131,072-1M, whole view rows and not
+LONG_FORWARD = [(65536, "bfloat16"), (100000, "float16"), (131072, "bfloat16"), (262144, "float16"),
+                (524288, "bfloat16"), (777777, "float16"), (1048576, "bfloat16"), (131072, "float32"),
+                (524288, "float32"), (777777, "float32"), (1048576, "float32")]
+
+
+def require_patch(knob: str, patch: str) -> None:
+    """Exit with a message unless gluon_softmax has knob, which only the round's patch in notes/probes adds."""
+    if not hasattr(gs, knob):
+        sys.exit(f"this probe needs notes/probes/{patch} applied (git apply --include='kernels/*')")
+
+
 SHORT = [(65536, "bfloat16"), (100000, "float16"), (100000, "bfloat16"), (100001, "float16"), (100001, "bfloat16"),
          (777777, "bfloat16")]
 CONTROLS = [(524288, "float16"), (1048576, "bfloat16")]
@@ -169,8 +181,7 @@ if __name__ == "__main__":
         save_results("probe_tma_narrow.json", results)
         sys.exit(0)
     if sys.argv[1:] == ["sleep"]:  # round 134: a sleep before each re-read of the slots, rows of 16 segments or more
-        if not hasattr(gs, "POLL_SLEEP_NS"):  # else every variant would time the product against itself
-            sys.exit("the sleep probe needs notes/probes/2026-11-26-round-134-poll-sleep.patch's kernels/ applied")
+        require_patch("POLL_SLEEP_NS", "2026-11-26-round-134-poll-sleep.patch")
         forward = [(262144, "float16"), (1048576, "bfloat16"), (777777, "float16"), (131072, "float32"),
                    (1048576, "float32"), (777777, "float32"), (131072, "bfloat16")]  # the last: 8 segments, a control
         backward_rows = [(1048576, "float32"), (1048576, "float16"), (131072, "float32"), (131072, "bfloat16")]
@@ -182,25 +193,20 @@ if __name__ == "__main__":
         save_results("probe_tma_narrow.json", results)
         sys.exit(0)
     if sys.argv[1:] == ["dynamic"]:  # round 137: each program's items after its first taken from a counter
-        forward = [(65536, "bfloat16"), (100000, "float16"), (131072, "bfloat16"), (262144, "float16"),
-                   (524288, "bfloat16"), (777777, "float16"), (1048576, "bfloat16"), (131072, "float32"),
-                   (524288, "float32"), (777777, "float32"), (1048576, "float32")]
-        ab_trials("items from a counter", with_attribute(gs, "DYNAMIC_ITEMS", True, sm.softmax_forward), forward,
-                  results, trials=3)
+        require_patch("DYNAMIC_ITEMS", "2026-11-26-round-137-items-from-a-counter.patch")
+        ab_trials("items from a counter", with_attribute(gs, "DYNAMIC_ITEMS", True, sm.softmax_forward),
+                  LONG_FORWARD, results, trials=3)
         backward_rows = [(1048576, "float32"), (1048576, "float16"), (131072, "float32"), (131072, "bfloat16")]
         ab_trials("items from a counter, backward", with_attribute(gs, "DYNAMIC_ITEMS", True, sm.softmax_backward),
                   backward_rows, results, baseline=sm.softmax_backward, trials=3, case=backward_case)
         save_results("probe_tma_narrow.json", results)
         sys.exit(0)
     if sys.argv[1:] == ["prefetch"]:  # round 140: L2 asked for the next item's tiles while a segment waits
-        if not hasattr(gs, "PREFETCH_NEXT_L2"):  # else every variant would time the product against itself
-            sys.exit("the prefetch probe needs notes/probes/2026-11-26-round-140-prefetch-next.patch applied")
-        forward = [(65536, "bfloat16"), (100000, "float16"), (131072, "bfloat16"), (262144, "float16"),
-                   (524288, "bfloat16"), (777777, "float16"), (1048576, "bfloat16"), (131072, "float32"),
-                   (524288, "float32"), (777777, "float32"), (1048576, "float32")]
+        require_patch("PREFETCH_NEXT_L2", "2026-11-26-round-140-prefetch-next.patch")
         for tiles in [int(t) for t in os.environ.get("PREFETCH_TILES", "4").split(",")]:
             ab_trials(f"next item's last {tiles} tiles prefetched into L2 while waiting",
-                      with_attribute(gs, "PREFETCH_NEXT_L2", tiles, sm.softmax_forward), forward, results, trials=3)
+                      with_attribute(gs, "PREFETCH_NEXT_L2", tiles, sm.softmax_forward), LONG_FORWARD, results,
+                      trials=3)
         save_results("probe_tma_narrow.json", results)
         sys.exit(0)
     if sys.argv[1:] == ["unseen"]:  # rounds 123-125's winners where no probe has looked, before a rule is drawn
