@@ -1,0 +1,83 @@
+"""Probe (round 144): tma-stream rows cut into a count of segments that divides the persistent grid.
+
+Exploration, not evidence. Item i of a tma-stream launch is (row i // n_segments, segment i % n_segments) and runs on
+program i mod P. Where P is not a multiple of n_segments one row a round straddles two rounds: its first segments
+wait for its last ones, which start only after their programs' items of the round. Round 135 cut the grid to a
+multiple of the segments and lost the programs it removed; this keeps the grid and cuts each row into a count of
+segments that divides it (segments of whole 16-byte vectors, not whole tiles: both kernels read whole tiles from the
+view row a segment starts in). Only `gluon_softmax._segments`' answer changes, for the probe's call; every other
+choice is the table's. Three fresh inputs a shape, alternating order, every output checked against float64 first
+(probe_trials.ab_trials; a ratio over 1: the variant is faster than the table).
+
+    python scripts/probe_grid_segments.py       # on an H100 or H200; $OUT/probe_grid_segments.json
+    python scripts/probe_grid_segments.py scan  # round 145: the backward's fp32 and fp16 1M at every count that fits
+    python scripts/probe_grid_segments.py scan-forward  # round 145: the forward's fp32 and bf16 1M likewise
+"""
+import sys
+from pathlib import Path
+
+import torch
+import triton
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from probe_long_rows import save_results, sm, warm_up_gpu  # noqa: E402
+from probe_tma_ctas import with_attribute  # noqa: E402
+from probe_trials import ab_trials, backward_case  # noqa: E402
+from kernels import gluon_softmax as gs  # noqa: E402
+
+TABLE_SEGMENTS = gs._segments
+
+# (direction, columns, dtype): the table's segments a row on the H200, and the counts to try. The backward runs one
+# program an SM (132 in the grid), the forward six (792); every row here is whole view rows.
+CASES = [
+    ("backward", 1048576, "float32", 37, (44, 45)),  # 44 divides 132 (3 rows a round); 45 is the control
+    ("backward", 1048576, "float16", 19, (22,)),
+    ("backward", 1048576, "bfloat16", 19, (22,)),
+    ("backward", 524288, "float32", 19, (22,)),
+    ("backward", 262144, "float32", 10, (11,)),
+    ("forward", 1048576, "float32", 128, (132, 133)),  # 132 divides 792 (6 rows a round); 133 is the control
+    ("forward", 1048576, "bfloat16", 64, (66,)),
+    ("forward", 524288, "float32", 64, (66,)),
+    ("forward", 524288, "float16", 32, (33,)),
+    ("forward", 262144, "float32", 32, (33,)),
+    ("forward", 262144, "float16", 16, (18,)),
+    ("forward", 131072, "float32", 16, (18,)),
+]
+
+
+def with_segment_count(count: int, table_count: int, run):
+    """run with tma-stream rows cut into count segments of whole vectors instead of the table's table_count (checked),
+    each in as few slots as its span from the view row it starts in needs (at most the table's)."""
+    def segments(n_cols, tile, segment_bytes, elem_bytes, width, aligned=False):
+        n_segments, segment_cols, slots = TABLE_SEGMENTS(n_cols, tile, segment_bytes, elem_bytes, width, aligned)
+        if n_segments != table_count:
+            raise SystemExit(f"{n_cols} columns: the table cuts {n_segments} segments, the probe expected {table_count}")
+        vec = 16 // elem_bytes
+        cols = triton.cdiv(triton.cdiv(n_cols, count), vec) * vec
+        need = triton.cdiv(cols + width - vec, tile)  # a segment starts at most width - vec into a view row
+        if triton.cdiv(n_cols, cols) != count or need > slots or aligned or n_cols % width:
+            raise SystemExit(f"{n_cols} columns: {count} segments of {cols} do not fit the table's {slots} slots")
+        return count, cols, need
+    return with_attribute(gs, "_segments", segments, run)
+
+
+if __name__ == "__main__":
+    warm_up_gpu()
+    print(torch.cuda.get_device_name(), flush=True)
+    results: list = []
+    # round 145: every count of segments whose even cut fits the table's 7 slots (37 itself, cut evenly, included)
+    scans = {"scan": [("backward", 1048576, "float32", 37, tuple(range(37, 49))),
+                      ("backward", 1048576, "float16", 19, tuple(range(19, 27)))],
+             "scan-forward": [("forward", 1048576, "float32", 128, tuple(range(130, 141))),
+                              ("forward", 1048576, "bfloat16", 64, tuple(range(65, 73)))]}
+    cases = scans[sys.argv[1]] if sys.argv[1:] else CASES
+    for direction, n, dtype, table_count, counts in cases:
+        for count in counts:
+            if direction == "backward":
+                ab_trials(f"backward {count} segments (table {table_count})",
+                          with_segment_count(count, table_count, sm.softmax_backward), [(n, dtype)], results,
+                          baseline=sm.softmax_backward, trials=3, case=backward_case)
+            else:
+                ab_trials(f"forward {count} segments (table {table_count})",
+                          with_segment_count(count, table_count, sm.softmax_forward), [(n, dtype)], results, trials=3)
+    save_results("probe_grid_segments", results)
