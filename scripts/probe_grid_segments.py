@@ -12,6 +12,7 @@ choice is the table's. Three fresh inputs a shape, alternating order, every outp
     python scripts/probe_grid_segments.py       # on an H100 or H200; $OUT/probe_grid_segments.json
     python scripts/probe_grid_segments.py scan  # round 145: the backward's fp32 and fp16 1M at every count that fits
     python scripts/probe_grid_segments.py scan-forward  # round 145: the forward's fp32 and bf16 1M likewise
+    python scripts/probe_grid_segments.py scan-lengths  # round 145: the backward's fp32 768K, 1.25M and 2M likewise
 """
 import sys
 from pathlib import Path
@@ -69,8 +70,11 @@ if __name__ == "__main__":
     scans = {"scan": [("backward", 1048576, "float32", 37, tuple(range(37, 49))),
                       ("backward", 1048576, "float16", 19, tuple(range(19, 27)))],
              "scan-forward": [("forward", 1048576, "float32", 128, tuple(range(130, 141))),
-                              ("forward", 1048576, "bfloat16", 64, tuple(range(65, 73)))]}
-    cases = scans[sys.argv[1]] if sys.argv[1:] else CASES
+                              ("forward", 1048576, "bfloat16", 64, tuple(range(65, 73)))],
+             "scan-lengths": [("backward", 786432, "float32", 28, tuple(range(28, 40))),
+                              ("backward", 1310720, "float32", 46, tuple(range(46, 58))),
+                              ("backward", 2097152, "float32", 74, tuple(range(74, 86)))]}
+    cases = [case for mode in sys.argv[1:] for case in scans[mode]] or CASES
     for direction, n, dtype, table_count, counts in cases:
         for count in counts:
             if direction == "backward":
