@@ -13,6 +13,7 @@ choice is the table's. Three fresh inputs a shape, alternating order, every outp
     python scripts/probe_grid_segments.py scan  # round 145: the backward's fp32 and fp16 1M at every count that fits
     python scripts/probe_grid_segments.py scan-forward  # round 145: the forward's fp32 and bf16 1M likewise
     python scripts/probe_grid_segments.py scan-lengths  # round 145: the backward's fp32 768K, 1.25M and 2M likewise
+    python scripts/probe_grid_segments.py launches      # round 146: the backward's 1M on 8 KB tiles, 1 and 2 programs
 """
 import sys
 from pathlib import Path
@@ -22,7 +23,7 @@ import triton
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from probe_long_rows import save_results, sm, warm_up_gpu  # noqa: E402
-from probe_tma_ctas import with_attribute  # noqa: E402
+from probe_tma_ctas import backward, with_attribute  # noqa: E402
 from probe_trials import ab_trials, backward_case  # noqa: E402
 from kernels import gluon_softmax as gs  # noqa: E402
 
@@ -74,7 +75,13 @@ if __name__ == "__main__":
              "scan-lengths": [("backward", 786432, "float32", 28, tuple(range(28, 40))),
                               ("backward", 1310720, "float32", 46, tuple(range(46, 58))),
                               ("backward", 2097152, "float32", 74, tuple(range(74, 86)))]}
-    cases = [case for mode in sys.argv[1:] for case in scans[mode]] or CASES
+    if "launches" in sys.argv[1:]:  # round 146: (programs an SM, slots of 8 KB a tensor, vectors a thread, warps)
+        for k, slots, vectors, warps in [(1, 14, 4, 4), (1, 14, 2, 8), (2, 6, 4, 4), (2, 6, 2, 8)]:
+            ab_trials(f"backward {k} x {slots} of 8 KB a tensor, {warps} warps of {vectors} vectors",
+                      backward(k, slots, vectors, warps, 128), [(1048576, "float32"), (1048576, "bfloat16")],
+                      results, baseline=sm.softmax_backward, trials=3, case=backward_case)
+    cases = [case for mode in sys.argv[1:] if mode != "launches" for case in scans[mode]] or (
+        [] if sys.argv[1:] else CASES)
     for direction, n, dtype, table_count, counts in cases:
         for count in counts:
             if direction == "backward":
