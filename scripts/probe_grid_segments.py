@@ -80,6 +80,10 @@ if __name__ == "__main__":
             ab_trials(f"backward {k} x {slots} of 8 KB a tensor, {warps} warps of {vectors} vectors",
                       backward(k, slots, vectors, warps, 128), [(1048576, "float32"), (1048576, "bfloat16")],
                       results, baseline=sm.softmax_backward, trials=3, case=backward_case)
+        for count in (45, 46):  # both levers at once, at fp32 1M
+            ab_trials(f"backward 1 x 14 of 8 KB a tensor, 4 warps of 4 vectors, {count} segments",
+                      with_segment_count(count, 37, backward(1, 14, 4, 4, 128)), [(1048576, "float32")],
+                      results, baseline=sm.softmax_backward, trials=3, case=backward_case)
     cases = [case for mode in sys.argv[1:] if mode != "launches" for case in scans[mode]] or (
         [] if sys.argv[1:] else CASES)
     for direction, n, dtype, table_count, counts in cases:
