@@ -14,6 +14,7 @@ choice is the table's. Three fresh inputs a shape, alternating order, every outp
     python scripts/probe_grid_segments.py scan-forward  # round 145: the forward's fp32 and bf16 1M likewise
     python scripts/probe_grid_segments.py scan-lengths  # round 145: the backward's fp32 768K, 1.25M and 2M likewise
     python scripts/probe_grid_segments.py launches      # round 146: the backward's 1M on 8 KB tiles, 1 and 2 programs
+    python scripts/probe_grid_segments.py scan-8k       # round 147: counts on one program of 14 slots of 8 KB tiles
 """
 import sys
 from pathlib import Path
@@ -84,7 +85,15 @@ if __name__ == "__main__":
             ab_trials(f"backward 1 x 14 of 8 KB a tensor, 4 warps of 4 vectors, {count} segments",
                       with_segment_count(count, 37, backward(1, 14, 4, 4, 128)), [(1048576, "float32")],
                       results, baseline=sm.softmax_backward, trials=3, case=backward_case)
-    cases = [case for mode in sys.argv[1:] if mode != "launches" for case in scans[mode]] or (
+    if "scan-8k" in sys.argv[1:]:  # round 147: (columns, dtype, the table's count on 8 KB tiles, counts, warps, vectors)
+        for n, dtype, table_count, counts, warps, vectors in [
+                (1048576, "float32", 37, range(37, 49), 4, 4), (786432, "float32", 28, range(28, 37), 4, 4),
+                (2097152, "float32", 74, range(74, 79), 4, 4), (1048576, "bfloat16", 19, range(19, 25), 8, 2)]:
+            for count in counts:
+                ab_trials(f"backward 1 x 14 of 8 KB a tensor, {warps} warps of {vectors} vectors, {count} segments",
+                          with_segment_count(count, table_count, backward(1, 14, vectors, warps, 128)), [(n, dtype)],
+                          results, baseline=sm.softmax_backward, trials=3, case=backward_case)
+    cases = [case for mode in sys.argv[1:] if mode not in ("launches", "scan-8k") for case in scans[mode]] or (
         [] if sys.argv[1:] else CASES)
     for direction, n, dtype, table_count, counts in cases:
         for count in counts:
