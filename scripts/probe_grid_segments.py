@@ -15,6 +15,7 @@ choice is the table's. Three fresh inputs a shape, alternating order, every outp
     python scripts/probe_grid_segments.py scan-lengths  # round 145: the backward's fp32 768K, 1.25M and 2M likewise
     python scripts/probe_grid_segments.py launches      # round 146: the backward's 1M on 8 KB tiles, 1 and 2 programs
     python scripts/probe_grid_segments.py scan-8k       # round 147: counts on one program of 14 slots of 8 KB tiles
+    AB_BEFORE=before.py python scripts/probe_grid_segments.py table  # round 148: the table against an older module's
 """
 import sys
 from pathlib import Path
@@ -25,7 +26,7 @@ import triton
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from probe_long_rows import save_results, sm, warm_up_gpu  # noqa: E402
 from probe_tma_ctas import backward, with_attribute  # noqa: E402
-from probe_trials import ab_trials, backward_case  # noqa: E402
+from probe_trials import ab_trials, backward_case, before_module  # noqa: E402
 from kernels import gluon_softmax as gs  # noqa: E402
 
 TABLE_SEGMENTS = gs._segments
@@ -93,7 +94,11 @@ if __name__ == "__main__":
                 ab_trials(f"backward 1 x 14 of 8 KB a tensor, {warps} warps of {vectors} vectors, {count} segments",
                           with_segment_count(count, table_count, backward(1, 14, vectors, warps, 128)), [(n, dtype)],
                           results, baseline=sm.softmax_backward, trials=3, case=backward_case)
-    cases = [case for mode in sys.argv[1:] if mode not in ("launches", "scan-8k") for case in scans[mode]] or (
+    if "table" in sys.argv[1:]:  # round 148: fp32 backward rows on and off view rows, and a 2-byte control
+        shapes = [(n, "float32") for n in (100000, 120000, 131072, 262144, 524288, 786432, 1048576, 1310720, 2097152)]
+        ab_trials("backward, the table against AB_BEFORE's", sm.softmax_backward, shapes + [(1048576, "bfloat16")],
+                  results, baseline=before_module().softmax_backward, trials=3, case=backward_case)
+    cases = [case for mode in sys.argv[1:] if mode not in ("launches", "scan-8k", "table") for case in scans[mode]] or (
         [] if sys.argv[1:] else CASES)
     for direction, n, dtype, table_count, counts in cases:
         for count in counts:

@@ -29,8 +29,9 @@ gs = importlib.import_module("kernels.gluon_softmax")
 DEVICE = torch.device("cpu" if INTERPRETING else "cuda")
 HOPPER = not INTERPRETING and torch.cuda.get_device_capability()[0] >= 9
 on_hopper = pytest.mark.skipif(not HOPPER, reason="Gluon's TMA kernel runs only on a GPU of compute capability >= 9.0")
-TMA_PLAN = next(plan for plan in sm.SOFTMAX_PLANS if plan.path == "tma-stream" and plan.elem_bytes == 4
-                and plan.programs_per_sm == 1)
+# one program an SM of 16 KB tiles (8 warps of 4 vectors): the launch the segment tests cut for
+TMA_PLAN = next(plan for plan in sm.SOFTMAX_PLANS if plan.path == "tma-stream" and plan.elem_bytes in (0, 4)
+                and plan.programs_per_sm == 1 and plan.num_warps == 8)
 ATOL, RTOL = FORWARD_TOL[torch.float32]
 
 
@@ -102,13 +103,15 @@ def test_the_backward_rows_by_l2_and_type(gpu_l2_mb, monkeypatch):
         path = "tma-stream" if big_l2 else path
         view_rows = n_cols * elem_bytes % sm.TMA_VIEW_ROW_BYTES == 0
         launch = (6, 4, 32768) if big_l2 and n_cols <= 131072 and view_rows else (1, 8, gs.SEGMENT_BYTES)
+        if launch[0] == 1 and elem_bytes == 4 and (big_l2 or n_cols > 65536):
+            launch = (1, 4, gs.SEGMENT_BYTES)  # fp32 rows on 8 KB tiles, cut by fill_rounds (round 148)
         plan = sm._select_plan("backward", 64, n_cols, elem_bytes, DEVICE, 16 // elem_bytes, True)
         assert plan.path == path, (n_cols, plan)
         assert path == "stream" or (plan.programs_per_sm, plan.num_warps, plan.segment_bytes) == launch, (n_cols, plan)
         assert sm._select_plan("backward", 64, n_cols, elem_bytes, DEVICE, 16 // elem_bytes).path == "stream"
     h200 = [plan for plan in sm.SOFTMAX_PLANS if plan.op == "backward" and plan.min_l2_bytes == sm.L2_60_MB]
-    assert [(plan.path, plan.elem_bytes, plan.max_cols) for plan in h200[:2]] == [
-        ("tma-stream", 0, 131072), ("tma-stream", 0, float("inf"))]
+    assert [(plan.path, plan.elem_bytes, plan.max_cols, plan.fill_rounds) for plan in h200[:3]] == [
+        ("tma-stream", 0, 131072, False), ("tma-stream", 4, float("inf"), True), ("tma-stream", 0, float("inf"), False)]
 
 
 def test_the_dispatcher_passes_a_rows_cut_to_the_launcher(monkeypatch):
@@ -207,12 +210,47 @@ def test_last_tiles_under_half_full_are_asked_for_in_parts(n_cols, tile_loop, ap
     assert part_rows == (gs.LAST_TILE_PART_ROWS if apart else tile // width)
 
 
+# The counts rounds 145-147 measured best on an H100 (one program an SM, 132 programs, 14 slots of 8 KB a tensor):
+# fp32 1M 45 of 37-46, 786,432 34 of 28-35; 2M, 1,310,720 and 524,288 keep their fewest (74, 46, 19: the largest
+# frac(132 / count) already), and so do rows off view rows and rows of one segment.
+@pytest.mark.parametrize("n_cols,count", [(1 << 20, 45), (786432, 34), (1 << 21, 74), (1310720, 46), (524288, 19),
+                                          (131072, 5), (100000, None), (16384, 1)])
+def test_filled_segments_take_the_count_whose_rounds_end_short_of_a_row(n_cols, count):
+    tile, width, programs = 2048, 128, 132
+    fewest = gs._segments(n_cols, tile, gs.SEGMENT_BYTES // 2, 4, width)
+    filled = gs._filled_segments(n_cols, tile, gs.SEGMENT_BYTES // 2, 4, width, programs)
+    if count is None:  # off view rows: untouched
+        assert filled == fewest
+        return
+    assert filled[0] == count
+    if count == fewest[0]:
+        assert filled == fewest  # the fewest keep their cut of whole tiles
+    else:
+        n_segments, segment_cols, slots = filled
+        assert segment_cols % 4 == 0 and (n_segments - 1) * segment_cols < n_cols <= n_segments * segment_cols
+        assert slots <= gs.SEGMENT_BYTES // 2 // (tile * 4) and slots * tile >= segment_cols + width - 4
+        fraction = programs % n_segments / n_segments
+        for other in range(fewest[0], int(fewest[0] * gs.FILL_SPREAD) + 1):
+            assert programs % other / other <= fraction
+
+
+def test_fill_rounds_applies_only_where_the_items_outnumber_the_programs(monkeypatch):
+    """A grid of one round (2 rows of 37 segments on 132 programs) has no rounds to fill: it keeps the fewest."""
+    monkeypatch.setattr(gs, "_device_facts", lambda device: (90, 132))
+    for n_rows, count in ((2, 37), (40, 45)):
+        shape = gs._launch_shape(torch.empty(n_rows, 1 << 20), 4, 4, gs.SEGMENT_BYTES // 2, 128, tensors=2,
+                                 fill_rounds=True)
+        assert shape.n_segments == count and shape.grid == (min(132, n_rows * count),)
+        assert shape.constexprs["SLOTS"] == (14 if count == 37 else 12)
+
+
 @pytest.mark.parametrize("op,dtype,rows,programs,warps,vectors", [
     ("forward", "bf16", "loose", 4, 8, 2), ("forward", "fp16", "whole", 4, 8, 2),  # the H100's, to 131,072
     ("forward", "bf16", "loose", 4, 4, 4), ("forward", "fp16", "whole", 4, 4, 4),  # the H200's, to 131,072
     ("forward", "fp32", "loose", 5, 4, 4), ("forward", "fp32", "whole", 5, 4, 4),
     ("forward", "fp16", "whole", 6, 4, 4), ("forward", "fp32", "whole", 6, 4, 4),  # whole view rows only
     ("backward", "fp32", "whole", 1, 8, 4), ("backward", "fp16", "whole", 1, 8, 4),
+    ("backward", "fp32", "whole", 1, 4, 4),
     ("backward", "fp32", "whole", 6, 4, 4), ("backward", "bf16", "whole", 6, 4, 4)], ids=str)
 def test_tma_stream_compiles_for_hopper_without_spills(op, dtype, rows, programs, warps, vectors):
     """The table's launches compile for sm_90 with nothing spilled, within a Hopper program's 227 KB of shared memory,
@@ -440,11 +478,13 @@ def backward_operands(n_rows: int, n_cols: int, dtype: torch.dtype, seed: int = 
 # Why each case: the fewest columns that take the path (65,536) in each type; rows of many segments (1M) in fp32 and
 # bf16; more items than SMs (300 x 131,072 fp32); 2-byte rows the H100 leaves on stream (4 x 262,144: either path);
 # segments that start inside view rows (16 x 524,296 fp16, 256-byte view rows; 300 x 100,000 fp32: even segments of
-# whole vectors, round 108, with more items than SMs).
+# whole vectors, round 108, with more items than SMs); fp32 rows of more items than programs, which fill_rounds cuts
+# into segments of whole vectors, not whole tiles (40 x 1M: 45 segments; 48 x 786,432: 34; round 148).
 @on_hopper
 @pytest.mark.parametrize("n_rows,n_cols,dtype,expect_tma", [
     (16, 65536, torch.float16, True), (32, 65536, torch.bfloat16, True), (8, 65536, torch.float32, True),
     (2, 1 << 20, torch.float32, True), (2, 1 << 20, torch.bfloat16, True), (300, 131072, torch.float32, True),
+    (40, 1 << 20, torch.float32, True), (48, 786432, torch.float32, True),
     (4, 262144, torch.float16, None), (16, 524296, torch.float16, True), (300, 100000, torch.float32, True)], ids=str)
 def test_tma_stream_backward_matches_float64(n_rows, n_cols, dtype, expect_tma):
     backward_checked(*backward_operands(n_rows, n_cols, dtype), expect_tma)
