@@ -16,6 +16,7 @@ choice is the table's. Three fresh inputs a shape, alternating order, every outp
     python scripts/probe_grid_segments.py launches      # round 146: the backward's 1M on 8 KB tiles, 1 and 2 programs
     python scripts/probe_grid_segments.py scan-8k       # round 147: counts on one program of 14 slots of 8 KB tiles
     AB_BEFORE=before.py python scripts/probe_grid_segments.py table  # round 148: the table against an older module's
+    AB_BEFORE=before.py python scripts/probe_grid_segments.py unseen  # round 149: ... at fp32 rows no probe had timed
 """
 import sys
 from pathlib import Path
@@ -98,7 +99,12 @@ if __name__ == "__main__":
         shapes = [(n, "float32") for n in (100000, 120000, 131072, 262144, 524288, 786432, 1048576, 1310720, 2097152)]
         ab_trials("backward, the table against AB_BEFORE's", sm.softmax_backward, shapes + [(1048576, "bfloat16")],
                   results, baseline=before_module().softmax_backward, trials=3, case=backward_case)
-    cases = [case for mode in sys.argv[1:] if mode not in ("launches", "scan-8k", "table") for case in scans[mode]] or (
+    if "unseen" in sys.argv[1:]:  # round 149: fill_rounds at whole-view-row fp32 lengths no probe had timed
+        shapes = [(n, "float32") for n in (589824, 655360, 720896, 851968, 917504, 983040, 1179648, 1572864)]
+        ab_trials("backward at unseen rows, the table against AB_BEFORE's", sm.softmax_backward, shapes, results,
+                  baseline=before_module().softmax_backward, trials=3, case=backward_case)
+    cases = [case for mode in sys.argv[1:] if mode not in ("launches", "scan-8k", "table", "unseen")
+             for case in scans[mode]] or (
         [] if sys.argv[1:] else CASES)
     for direction, n, dtype, table_count, counts in cases:
         for count in counts:
