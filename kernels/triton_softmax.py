@@ -1599,17 +1599,14 @@ SOFTMAX_PLANS = (
     # inside a view row uses one slot of its two)
     Plan("backward",    131072,        0,  0, "tma-stream", 4,    0,     4,    6,    0,  32768, whole_vectors=True,
          view_rows=True, min_l2_bytes=L2_60_MB),
-    # fp32 rows past 524,288 on one program an SM take 14 slots of 8 KB a tensor on 4 warps, cut by fill_rounds
-    # (rounds 145-148, on the H100: 786,432 +3.8% in 34 segments, 1M +5.6% in 45, 1,310,720 +1.5%, 2M +0.5%; shorter
-    # rows lost up to 3.7% on 4 warps where the cut stays, and 2-byte rows 2-3%)
-    Plan("backward",    524288,        0,  4, "tma-stream", 4,    0,     8,    1,    0, 229376, whole_vectors=True,
-         maxnreg=128, min_l2_bytes=L2_60_MB),
-    Plan("backward",  math.inf,        0,  4, "tma-stream", 4,    0,     4,    1,    0, 229376, whole_vectors=True,
-         maxnreg=128, min_l2_bytes=L2_60_MB, fill_rounds=True),
     Plan("backward",  math.inf,        0,  0, "tma-stream", 4,    0,     8,    1,    0, 229376, whole_vectors=True,
          maxnreg=128, min_l2_bytes=L2_60_MB),
     Plan("backward",     65536,        0,  0, "tma-stream", 4,    0,     8,    1,    0, 229376, whole_vectors=True,
          maxnreg=128),
+    # fp32 rows past 524,288 on one program an SM take 14 slots of 8 KB a tensor on 4 warps, cut by fill_rounds
+    # (rounds 145-149, on the H100: 786,432 +3.8% in 34 segments, 1M +5.6% in 45, 1,310,720 +1.5%, 2M +0.5%, and at
+    # rows no sweep has -0.6% to +16.9%; shorter rows lost up to 3.7% on 4 warps where the cut stays, and 2-byte rows
+    # 2-3%). The H200 keeps its launch until an H200 has timed this one.
     Plan("backward",    524288,        0,  4, "tma-stream", 4,    0,     8,    1,    0, 229376, whole_vectors=True,
          maxnreg=128),
     Plan("backward",  math.inf,        0,  4, "tma-stream", 4,    0,     4,    1,    0, 229376, whole_vectors=True,
