@@ -17,7 +17,10 @@ choice is the table's. Three fresh inputs a shape, alternating order, every outp
     python scripts/probe_grid_segments.py scan-8k       # round 147: counts on one program of 14 slots of 8 KB tiles
     AB_BEFORE=before.py python scripts/probe_grid_segments.py table  # round 148: the table against an older module's
     AB_BEFORE=before.py python scripts/probe_grid_segments.py unseen  # round 149: ... at fp32 rows no probe had timed
+    AB_AFTER=after.py python scripts/probe_grid_segments.py candidate  # a module's table (d49d3e6's: the H200 on 8 KB
+                                                                        # tiles with fill_rounds) against the tree's
 """
+import os
 import sys
 from pathlib import Path
 
@@ -26,6 +29,7 @@ import triton
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from probe_long_rows import save_results, sm, warm_up_gpu  # noqa: E402
+from probe_ab import module_from_source  # noqa: E402
 from probe_tma_ctas import backward, with_attribute  # noqa: E402
 from probe_trials import ab_trials, backward_case, before_module  # noqa: E402
 from kernels import gluon_softmax as gs  # noqa: E402
@@ -103,7 +107,13 @@ if __name__ == "__main__":
         shapes = [(n, "float32") for n in (589824, 655360, 720896, 851968, 917504, 983040, 1179648, 1572864)]
         ab_trials("backward at unseen rows, the table against AB_BEFORE's", sm.softmax_backward, shapes, results,
                   baseline=before_module().softmax_backward, trials=3, case=backward_case)
-    cases = [case for mode in sys.argv[1:] if mode not in ("launches", "scan-8k", "table", "unseen")
+    if "candidate" in sys.argv[1:]:  # the table of the module at AB_AFTER against the tree's, at the table's shapes
+        after = module_from_source("triton_softmax_candidate", Path(os.environ["AB_AFTER"]).read_text())
+        shapes = [(n, "float32") for n in (100000, 131072, 262144, 524288, 786432, 1048576, 1179648, 2097152)]
+        ab_trials("backward, AB_AFTER's table against the tree's", after.softmax_backward,
+                  shapes + [(1048576, "bfloat16")], results, baseline=sm.softmax_backward, trials=3,
+                  case=backward_case)
+    cases = [case for mode in sys.argv[1:] if mode not in ("launches", "scan-8k", "table", "unseen", "candidate")
              for case in scans[mode]] or (
         [] if sys.argv[1:] else CASES)
     for direction, n, dtype, table_count, counts in cases:
