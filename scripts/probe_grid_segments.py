@@ -82,6 +82,10 @@ if __name__ == "__main__":
              "scan-lengths": [("backward", 786432, "float32", 28, tuple(range(28, 40))),
                               ("backward", 1310720, "float32", 46, tuple(range(46, 58))),
                               ("backward", 2097152, "float32", 74, tuple(range(74, 86)))]}
+    modes = sys.argv[1:]
+    unknown = set(modes) - set(scans) - {"launches", "scan-8k", "table", "unseen", "candidate"}
+    if unknown:
+        raise SystemExit(f"unknown modes: {sorted(unknown)} (see the docstring)")
     if "launches" in sys.argv[1:]:  # round 146: (programs an SM, slots of 8 KB a tensor, vectors a thread, warps)
         for k, slots, vectors, warps in [(1, 14, 4, 4), (1, 14, 2, 8), (2, 6, 4, 4), (2, 6, 2, 8)]:
             ab_trials(f"backward {k} x {slots} of 8 KB a tensor, {warps} warps of {vectors} vectors",
@@ -113,9 +117,7 @@ if __name__ == "__main__":
         ab_trials("backward, AB_AFTER's table against the tree's", after.softmax_backward,
                   shapes + [(1048576, "bfloat16")], results, baseline=sm.softmax_backward, trials=3,
                   case=backward_case)
-    cases = [case for mode in sys.argv[1:] if mode not in ("launches", "scan-8k", "table", "unseen", "candidate")
-             for case in scans[mode]] or (
-        [] if sys.argv[1:] else CASES)
+    cases = [case for mode in modes for case in scans.get(mode, [])] if modes else CASES
     for direction, n, dtype, table_count, counts in cases:
         for count in counts:
             if direction == "backward":
