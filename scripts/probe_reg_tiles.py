@@ -1,0 +1,205 @@
+"""Probe (round 152): the one-program backward's segments made longer by a block of each tensor held in registers.
+
+Exploration, not evidence. The tma-stream backward on one program an SM holds each (row, segment) item's y and dy in
+shared memory (7 slots of 16 KB each on the H200) from their load to dx's write, and cannot ask for the next item
+while it waits for the row's other segments: each item pays that wait and the first tile's latency once. One program
+an SM leaves the register file (256 KB, as much as shared memory) almost unused, so this kernel holds REG more
+elements of each tensor in registers (a [REG / VEC, VEC] block, loaded with plain 16-byte loads beside the TMA's
+tiles): segments grow by REG, rows take fewer of them, and each item's fixed costs are spread over more bytes. The
+register block comes first in a segment; its dx is written first, and the next item's block is asked for right
+after, while the shared-memory tiles are written. Only rows of whole tiles (the host checks). Against the table
+(triton_softmax.softmax_backward), three fresh inputs a shape, every output checked against float64 first.
+
+    python scripts/probe_reg_tiles.py           # on a Hopper GPU; $OUT/probe_reg_tiles.json
+    python scripts/probe_reg_tiles.py compile   # no GPU: registers and spills of each variant, sm_90
+"""
+import re
+import sys
+from pathlib import Path
+
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kernels import gluon_softmax as gs  # noqa: E402
+from kernels.gluon_softmax import (_await_slots, _anywhere, _cta_barrier, _global_segment_dot, _issue_pair,  # noqa: E402
+                                   _missing, _new_barriers, _pack_dot, _segment_span, _tile, _tile_offsets)
+
+MAX_POLLS = 1 << 22
+# (register tiles, shared-memory slots, vectors a thread, warps): tiles of 16 KB on 8 warps of 4 vectors, as the
+# H200's table; 2 or 4 tiles of each tensor in registers (32 or 64 registers a thread a tensor, fp32)
+VARIANTS = [(2, 7, 4, 8), (4, 7, 4, 8), (4, 6, 4, 8)]
+SHAPES = [(1048576, "float32"), (786432, "float32"), (2097152, "float32"), (524288, "float32"),
+          (1310720, "float32")]
+
+
+@gluon.jit
+def _reg_span(item, n_segments, segment_cols, n_cols, REG: gl.constexpr, TILE: gl.constexpr, W: gl.constexpr):
+    """(row, first, end, the first shared-memory tile's flat index, its tiles): the segment's first REG elements are
+    the registers', the rest whole tiles from first + REG."""
+    row = item // n_segments
+    first, end = _segment_span(row, item - row * n_segments, segment_cols, n_cols, W, False, 1)
+    tile_start = gl.minimum(first + REG, end)
+    return row, first, end, tile_start, gl.cdiv(end - tile_start, TILE)
+
+
+@gluon.jit
+def _reg_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, y_desc, dy_desc, slots_ptr, n_rows, n_cols,
+                    n_segments, segment_cols, max_polls, TILE: gl.constexpr, SLOTS: gl.constexpr, VEC: gl.constexpr,
+                    SEGMENTS_BLOCK: gl.constexpr, NUM_WARPS: gl.constexpr, REG: gl.constexpr):
+    """gluon_softmax._tma_stream_bwd_kernel with each segment's first REG elements of y and dy held in registers."""
+    dtype: gl.constexpr = y_desc.dtype
+    W: gl.constexpr = y_desc.block_type.shape[1]
+    layout: gl.constexpr = gl.BlockedLayout([1, VEC], [32, 1], [NUM_WARPS, 1], [1, 0])
+    y_smem = gl.allocate_shared_memory(dtype, [SLOTS] + y_desc.block_type.shape, y_desc.layout)
+    dy_smem = gl.allocate_shared_memory(dtype, [SLOTS] + dy_desc.block_type.shape, dy_desc.layout)
+    bars = _new_barriers(SLOTS)
+    n_cols = n_cols // VEC * VEC
+    segment_cols = segment_cols // TILE * TILE  # whole tiles (the host checks)
+    offsets = _tile_offsets(TILE, VEC, layout)
+    reg_offsets = _tile_offsets(REG, VEC, layout)
+    siblings = gl.arange(0, SEGMENTS_BLOCK, layout=gl.BlockedLayout([1], [32], [NUM_WARPS], [0]))
+    n_items = n_rows * n_segments
+    step = gl.num_programs(0)
+    item = gl.program_id(0)
+    row, first, end, tile_start, n_tiles = _reg_span(item, n_segments, segment_cols, n_cols, REG, TILE, W)
+    for i in gl.static_range(SLOTS):
+        if (i < n_tiles) & (item < n_items):
+            _issue_pair(y_desc, dy_desc, y_smem.index(i), dy_smem.index(i), bars.index(i), tile_start + i * TILE, W)
+    reg_flat = first + reg_offsets
+    reg_mask = (reg_flat < end) & (item < n_items)
+    reg_y = gl.load(output_ptr + reg_flat.to(gl.int64), mask=reg_mask, other=0.0)
+    reg_dy = gl.load(grad_output_ptr + reg_flat.to(gl.int64), mask=reg_mask, other=0.0)
+    phases = item * 0
+    for item in range(gl.program_id(0), n_items, step):
+        row, first, end, tile_start, n_tiles = _reg_span(item, n_segments, segment_cols, n_cols, REG, TILE, W)
+        reg_dot = gl.sum(gl.sum(reg_y.to(gl.float32) * reg_dy.to(gl.float32), axis=1), axis=0)
+        vec_dot = gl.full([TILE // VEC], 0.0, gl.float32, layout=gl.SliceLayout(1, layout))
+        for i in gl.static_range(SLOTS):
+            if i < n_tiles:
+                mbarrier.wait(bars.index(i), (phases >> i) & 1)
+                flat = tile_start + i * TILE + offsets
+                product = _tile(y_smem, i, dtype, TILE, VEC, layout) * _tile(dy_smem, i, dtype, TILE, VEC, layout)
+                vec_dot += gl.sum(gl.where((flat >= first) & (flat < end), product, 0.0), axis=1)
+        phases = phases ^ ((1 << n_tiles) - 1)
+        row_dot = gl.sum(vec_dot, axis=0) + reg_dot
+        if n_segments > 1:
+            gl.atomic_xchg(slots_ptr + item, _pack_dot(row_dot), sem="relaxed")
+            ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, max_polls)
+            if _anywhere(missing, NUM_WARPS):
+                row_first = row * n_cols
+                for sibling in range(0, n_segments):
+                    if (sibling != item - row * n_segments) & _anywhere(_missing(packed, siblings, sibling), NUM_WARPS):
+                        s_first = row_first + sibling * segment_cols
+                        s_dot = _global_segment_dot(
+                            output_ptr, grad_output_ptr, s_first,
+                            gl.minimum(s_first + segment_cols, row_first + n_cols), offsets, TILE, VEC, layout)
+                        gl.atomic_xchg(slots_ptr + row * n_segments + sibling, _pack_dot(s_dot), sem="relaxed")
+                ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, 1 << 30)
+            row_dot = gl.sum(gl.where(in_row, packed.to(gl.int32).to(gl.float32, bitcast=True), 0.0), axis=0)
+        next_item = item + step
+        next_row, next_first, next_end, next_tile_start, next_tiles = _reg_span(
+            next_item, n_segments, segment_cols, n_cols, REG, TILE, W)
+        if next_item >= n_items:
+            next_tiles = 0
+        # pass 2: the registers' block first, then its next item's block asked for while the tiles are written
+        reg_flat = first + reg_offsets
+        reg_dx = reg_y.to(gl.float32) * (reg_dy.to(gl.float32) - row_dot)
+        gl.store(grad_input_ptr + reg_flat.to(gl.int64), reg_dx.to(dtype), mask=reg_flat < end)
+        next_flat = next_first + reg_offsets
+        next_mask = (next_flat < next_end) & (next_item < n_items)
+        reg_y = gl.load(output_ptr + next_flat.to(gl.int64), mask=next_mask, other=0.0)
+        reg_dy = gl.load(grad_output_ptr + next_flat.to(gl.int64), mask=next_mask, other=0.0)
+        for i in gl.static_range(SLOTS):
+            if i < n_tiles:
+                flat = tile_start + i * TILE + offsets
+                y = _tile(y_smem, i, dtype, TILE, VEC, layout)
+                dx = y * (_tile(dy_smem, i, dtype, TILE, VEC, layout) - row_dot)
+                gl.store(grad_input_ptr + flat.to(gl.int64), dx.to(dtype), mask=(flat >= first) & (flat < end))
+            if i < next_tiles:
+                fence_async_shared()
+                _cta_barrier()
+                _issue_pair(y_desc, dy_desc, y_smem.index(i), dy_smem.index(i), bars.index(i),
+                            next_tile_start + i * TILE, W)
+    for i in gl.static_range(SLOTS):
+        mbarrier.invalidate(bars.index(i))
+
+
+def cut(n_cols: int, tile: int, reg_tiles: int, slots: int) -> tuple[int, int]:
+    """(segments a row, columns a segment): rows of whole tiles in as few segments of reg_tiles + slots tiles as
+    fit, as even as whole tiles allow."""
+    row_tiles = n_cols // tile
+    n_segments = triton.cdiv(row_tiles, reg_tiles + slots)
+    return n_segments, triton.cdiv(row_tiles, n_segments) * tile
+
+
+def reg_backward(reg_tiles: int, slots: int, vectors: int, warps: int):
+    """The probe's backward: reg_tiles tiles of each tensor in registers and slots in shared memory a segment."""
+    import torch
+
+    def run(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
+        n_rows, n_cols = y.shape
+        elem = y.element_size()
+        tile, width = warps * 32 * vectors * 16 // elem, gs._view_width(y)
+        if n_cols % tile or tile % width:
+            raise SystemExit(f"{n_cols} columns: not whole tiles of {tile}")
+        n_segments, segment_cols = cut(n_cols, tile, reg_tiles, slots)
+        layout = gs._shared_layout(elem)
+
+        def descriptor(u):
+            return gs.TensorDescriptor(u.view(-1, width), [u.numel() // width, width], [width, 1],
+                                       [tile // width, width], layout)
+        dx = torch.empty_like(y)
+        slots_t = torch.zeros(max(1, n_rows * n_segments), dtype=torch.int64, device=y.device)
+        grid = (min(gs._device_facts(y.device)[1], n_rows * n_segments),)
+        _reg_bwd_kernel[grid](dx, y, dy, descriptor(y), descriptor(dy), slots_t, n_rows, n_cols, n_segments,
+                              segment_cols, MAX_POLLS, TILE=tile, SLOTS=slots, VEC=16 // elem,
+                              SEGMENTS_BLOCK=max(2, triton.next_power_of_2(n_segments)), NUM_WARPS=warps,
+                              REG=reg_tiles * tile, num_warps=warps)
+        return dx
+    return run
+
+
+def offline(reg_tiles: int, slots: int, vectors: int, warps: int, dtype: str = "fp32") -> dict:
+    """Registers and spills of one variant compiled for sm_90 without a GPU (as scripts/compile_tma.py)."""
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+    from sass_digest import cuobjdump
+
+    elem = 4 if dtype == "fp32" else 2
+    tile, width = warps * 32 * vectors * 16 // elem, 512 // elem
+    layout = f"NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth={8 * elem}, rank=2)"
+    desc, pointer = f"tensordesc<{dtype}[{tile // width},{width}],{layout}>", "*" + dtype
+    signature = {"grad_input_ptr": pointer, "output_ptr": pointer, "grad_output_ptr": pointer, "y_desc": desc,
+                 "dy_desc": desc, "slots_ptr": "*i64", "n_rows": "i32", "n_cols": "i32", "n_segments": "i32",
+                 "segment_cols": "i32", "max_polls": "i32"}
+    constexprs = dict(TILE=tile, SLOTS=slots, VEC=16 // elem, SEGMENTS_BLOCK=32, NUM_WARPS=warps,
+                      REG=reg_tiles * tile)
+    signature.update(dict.fromkeys(constexprs, "constexpr"))
+    kernel = triton.compile(GluonASTSource(fn=_reg_bwd_kernel, signature=signature, constexprs=constexprs,
+                                           attrs={(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 5)}),
+                            target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
+    used = {k: int(v) for k, v in re.findall(r"(REG|STACK|LOCAL):(\d+)", cuobjdump(kernel, "-res-usage"))}
+    return {"variant": (reg_tiles, slots, vectors, warps), "registers": used["REG"], "local": used["LOCAL"],
+            "shared": kernel.metadata.shared}
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["compile"]:
+        for variant in VARIANTS:
+            print(offline(*variant), flush=True)
+        raise SystemExit(0)
+    import torch
+    from probe_long_rows import save_results, sm, warm_up_gpu
+    from probe_trials import ab_trials, backward_case
+    warm_up_gpu()
+    print(torch.cuda.get_device_name(), flush=True)
+    results: list = []
+    for variant in VARIANTS:
+        ab_trials("backward, %d register tiles + %d slots of 16 KB, %d vectors x %d warps" % variant,
+                  reg_backward(*variant), SHAPES, results, baseline=sm.softmax_backward, trials=3,
+                  case=backward_case)
+    save_results("probe_reg_tiles", results)
