@@ -11,6 +11,7 @@ after, while the shared-memory tiles are written. Only rows of whole tiles (the 
 (triton_softmax.softmax_backward), three fresh inputs a shape, every output checked against float64 first.
 
     python scripts/probe_reg_tiles.py           # on a Hopper GPU; $OUT/probe_reg_tiles.json
+    python scripts/probe_reg_tiles.py even      # round 153: segments cut evenly in whole vectors
     python scripts/probe_reg_tiles.py compile   # no GPU: registers and spills of each variant, sm_90
 """
 import re
@@ -32,6 +33,9 @@ MAX_POLLS = 1 << 22
 # (register tiles, shared-memory slots, vectors a thread, warps): tiles of 16 KB on 8 warps of 4 vectors, as the
 # H200's table; 2 or 4 tiles of each tensor in registers (32 or 64 registers a thread a tensor, fp32)
 VARIANTS = [(2, 7, 4, 8), (4, 7, 4, 8), (4, 6, 4, 8)]
+# round 153: the segments cut evenly in whole vectors (True), beside round 152's best whole-tile cut
+EVEN_VARIANTS = [(4, 7, 4, 8, False), (4, 7, 4, 8, True), (2, 7, 4, 8, True)]
+EVEN_SHAPES = [(1048576, "float32"), (786432, "float32"), (1310720, "float32"), (2097152, "float32")]
 SHAPES = [(1048576, "float32"), (786432, "float32"), (2097152, "float32"), (524288, "float32"),
           (1310720, "float32")]
 
@@ -39,11 +43,11 @@ SHAPES = [(1048576, "float32"), (786432, "float32"), (2097152, "float32"), (5242
 @gluon.jit
 def _reg_span(item, n_segments, segment_cols, n_cols, REG: gl.constexpr, TILE: gl.constexpr, W: gl.constexpr):
     """(row, first, end, the first shared-memory tile's flat index, its tiles): the segment's first REG elements are
-    the registers', the rest whole tiles from first + REG."""
+    the registers', the rest the tiles', from first + REG rounded down to a view row of W elements."""
     row = item // n_segments
     first, end = _segment_span(row, item - row * n_segments, segment_cols, n_cols, W, False, 1)
-    tile_start = gl.minimum(first + REG, end)
-    return row, first, end, tile_start, gl.cdiv(end - tile_start, TILE)
+    tile_start = gl.minimum(first + REG, end) // W * W
+    return row, first, end, tile_start, gl.where(first + REG < end, gl.cdiv(end - tile_start, TILE), 0)
 
 
 @gluon.jit
@@ -58,7 +62,7 @@ def _reg_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, y_desc, dy_desc
     dy_smem = gl.allocate_shared_memory(dtype, [SLOTS] + dy_desc.block_type.shape, dy_desc.layout)
     bars = _new_barriers(SLOTS)
     n_cols = n_cols // VEC * VEC
-    segment_cols = segment_cols // TILE * TILE  # whole tiles (the host checks)
+    segment_cols = segment_cols // VEC * VEC  # whole vectors (the host's cut)
     offsets = _tile_offsets(TILE, VEC, layout)
     reg_offsets = _tile_offsets(REG, VEC, layout)
     siblings = gl.arange(0, SEGMENTS_BLOCK, layout=gl.BlockedLayout([1], [32], [NUM_WARPS], [0]))
@@ -83,7 +87,7 @@ def _reg_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, y_desc, dy_desc
                 mbarrier.wait(bars.index(i), (phases >> i) & 1)
                 flat = tile_start + i * TILE + offsets
                 product = _tile(y_smem, i, dtype, TILE, VEC, layout) * _tile(dy_smem, i, dtype, TILE, VEC, layout)
-                vec_dot += gl.sum(gl.where((flat >= first) & (flat < end), product, 0.0), axis=1)
+                vec_dot += gl.sum(gl.where((flat >= first + REG) & (flat < end), product, 0.0), axis=1)
         phases = phases ^ ((1 << n_tiles) - 1)
         row_dot = gl.sum(vec_dot, axis=0) + reg_dot
         if n_segments > 1:
@@ -118,7 +122,7 @@ def _reg_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, y_desc, dy_desc
                 flat = tile_start + i * TILE + offsets
                 y = _tile(y_smem, i, dtype, TILE, VEC, layout)
                 dx = y * (_tile(dy_smem, i, dtype, TILE, VEC, layout) - row_dot)
-                gl.store(grad_input_ptr + flat.to(gl.int64), dx.to(dtype), mask=(flat >= first) & (flat < end))
+                gl.store(grad_input_ptr + flat.to(gl.int64), dx.to(dtype), mask=(flat >= first + REG) & (flat < end))
             if i < next_tiles:
                 fence_async_shared()
                 _cta_barrier()
@@ -128,15 +132,22 @@ def _reg_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, y_desc, dy_desc
         mbarrier.invalidate(bars.index(i))
 
 
-def cut(n_cols: int, tile: int, reg_tiles: int, slots: int) -> tuple[int, int]:
+def cut(n_cols: int, tile: int, reg_tiles: int, slots: int, width: int, vec: int, even: bool) -> tuple[int, int]:
     """(segments a row, columns a segment): rows of whole tiles in as few segments of reg_tiles + slots tiles as
-    fit, as even as whole tiles allow."""
+    fit, as even as whole tiles allow, or (even) as even as whole vectors allow, the tiles' part starting up to a
+    view row before the registers' end."""
     row_tiles = n_cols // tile
     n_segments = triton.cdiv(row_tiles, reg_tiles + slots)
-    return n_segments, triton.cdiv(row_tiles, n_segments) * tile
+    if not even:
+        return n_segments, triton.cdiv(row_tiles, n_segments) * tile
+    while True:
+        cols = triton.cdiv(triton.cdiv(n_cols, n_segments), vec) * vec
+        if triton.cdiv(cols - reg_tiles * tile + width - vec, tile) <= slots and triton.cdiv(n_cols, cols) == n_segments:
+            return n_segments, cols
+        n_segments += 1
 
 
-def reg_backward(reg_tiles: int, slots: int, vectors: int, warps: int):
+def reg_backward(reg_tiles: int, slots: int, vectors: int, warps: int, even: bool = False):
     """The probe's backward: reg_tiles tiles of each tensor in registers and slots in shared memory a segment."""
     import torch
 
@@ -146,7 +157,7 @@ def reg_backward(reg_tiles: int, slots: int, vectors: int, warps: int):
         tile, width = warps * 32 * vectors * 16 // elem, gs._view_width(y)
         if n_cols % tile or tile % width:
             raise SystemExit(f"{n_cols} columns: not whole tiles of {tile}")
-        n_segments, segment_cols = cut(n_cols, tile, reg_tiles, slots)
+        n_segments, segment_cols = cut(n_cols, tile, reg_tiles, slots, width, 16 // elem, even)
         layout = gs._shared_layout(elem)
 
         def descriptor(u):
@@ -198,6 +209,13 @@ if __name__ == "__main__":
     warm_up_gpu()
     print(torch.cuda.get_device_name(), flush=True)
     results: list = []
+    if sys.argv[1:] == ["even"]:
+        for variant in EVEN_VARIANTS:
+            ab_trials("backward, %d register tiles + %d slots of 16 KB, %d vectors x %d warps, even %s" % variant,
+                      reg_backward(*variant), EVEN_SHAPES, results, baseline=sm.softmax_backward, trials=3,
+                      case=backward_case)
+        save_results("probe_reg_tiles", results)
+        raise SystemExit(0)
     for variant in VARIANTS:
         ab_trials("backward, %d register tiles + %d slots of 16 KB, %d vectors x %d warps" % variant,
                   reg_backward(*variant), SHAPES, results, baseline=sm.softmax_backward, trials=3,
