@@ -12,6 +12,7 @@ after, while the shared-memory tiles are written. Only rows of whole tiles (the 
 
     python scripts/probe_reg_tiles.py           # on a Hopper GPU; $OUT/probe_reg_tiles.json
     python scripts/probe_reg_tiles.py even      # round 153: segments cut evenly in whole vectors
+    python scripts/probe_reg_tiles.py unseen    # round 154: 2 and 4 register tiles at lengths no round had timed
     python scripts/probe_reg_tiles.py compile   # no GPU: registers and spills of each variant, sm_90
 """
 import re
@@ -36,6 +37,9 @@ VARIANTS = [(2, 7, 4, 8), (4, 7, 4, 8), (4, 6, 4, 8)]
 # round 153: the segments cut evenly in whole vectors (True), beside round 152's best whole-tile cut
 EVEN_VARIANTS = [(4, 7, 4, 8, False), (4, 7, 4, 8, True), (2, 7, 4, 8, True)]
 EVEN_SHAPES = [(1048576, "float32"), (786432, "float32"), (1310720, "float32"), (2097152, "float32")]
+# round 154: whole-tile cuts at fp32 lengths of whole 16 KB tiles no round had timed, and 1M again
+UNSEEN_SHAPES = [(n, "float32") for n in (589824, 655360, 720896, 851968, 917504, 983040, 1048576, 1179648,
+                                          1572864)]
 SHAPES = [(1048576, "float32"), (786432, "float32"), (2097152, "float32"), (524288, "float32"),
           (1310720, "float32")]
 
@@ -209,6 +213,13 @@ if __name__ == "__main__":
     warm_up_gpu()
     print(torch.cuda.get_device_name(), flush=True)
     results: list = []
+    if sys.argv[1:] == ["unseen"]:
+        for variant in [(2, 7, 4, 8), (4, 7, 4, 8)]:
+            ab_trials("backward, %d register tiles + %d slots of 16 KB, %d vectors x %d warps" % variant,
+                      reg_backward(*variant), UNSEEN_SHAPES, results, baseline=sm.softmax_backward, trials=3,
+                      case=backward_case)
+        save_results("probe_reg_tiles", results)
+        raise SystemExit(0)
     if sys.argv[1:] == ["even"]:
         for variant in EVEN_VARIANTS:
             ab_trials("backward, %d register tiles + %d slots of 16 KB, %d vectors x %d warps, even %s" % variant,
