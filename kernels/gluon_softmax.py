@@ -419,13 +419,33 @@ def _issue_pair(y_desc, dy_desc, y_slot, dy_slot, bar, tile_start, W: gl.constex
 
 
 @gluon.jit
+def _after_block(first, end, REG: gl.constexpr, TILE: gl.constexpr):
+    """(flat index of an item's first tile, its tiles) where the registers hold its first REG elements: whole tiles
+    from first + REG (first is a whole tile into a row of whole tiles), none where the block holds the whole item."""
+    tile_start = gl.minimum(first + REG, end)
+    return tile_start, gl.cdiv(end - tile_start, TILE)
+
+
+@gluon.jit
+def _load_block(output_ptr, grad_output_ptr, flat, end, live):
+    """y and dy at the flat indices of a registers' block, in their own type (0 past end, or where not live)."""
+    mask = (flat < end) & live
+    return (gl.load(output_ptr + flat.to(gl.int64), mask=mask, other=0.0),
+            gl.load(grad_output_ptr + flat.to(gl.int64), mask=mask, other=0.0))
+
+
+@gluon.jit
 def _tma_stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, y_desc, dy_desc, slots_ptr, n_rows, n_cols,
                            n_segments, segment_cols, max_polls, TILE: gl.constexpr, SLOTS: gl.constexpr,
                            VEC: gl.constexpr, ALIGN: gl.constexpr, SEGMENTS_BLOCK: gl.constexpr,
-                           NUM_WARPS: gl.constexpr):
+                           NUM_WARPS: gl.constexpr, REG: gl.constexpr = 0):
     """The backward dx = y * (dy - sum(y * dy)) of contiguous [n_rows, n_cols] y and dy on tma-stream's plan: each
     (row, segment) item's y and dy (at most SLOTS tiles of each) held in shared memory from their load to dx's write,
-    the segments' dots exchanged through slots, the next item's tiles asked for as this item's are written."""
+    the segments' dots exchanged through slots, the next item's tiles asked for as this item's are written. REG > 0
+    (rows and segments of whole tiles only: _register_cut): each segment's first REG elements of y and dy are held in
+    registers instead, loaded beside the tiles; their dx is written first, and the next item's asked for right after,
+    while the tiles' dx is written (round 152: one program an SM leaves the register file idle, and longer segments
+    spread each item's wait over more bytes)."""
     dtype: gl.constexpr = y_desc.dtype
     W: gl.constexpr = y_desc.block_type.shape[1]
     layout: gl.constexpr = gl.BlockedLayout([1, VEC], [32, 1], [NUM_WARPS, 1], [1, 0])
@@ -440,12 +460,19 @@ def _tma_stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, y_desc, 
     step = gl.num_programs(0)
     item = gl.program_id(0)
     row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W)
+    if REG > 0:
+        block_offsets = _tile_offsets(REG, VEC, layout)
+        tile_start, n_tiles = _after_block(first, end, REG, TILE)
     for i in gl.static_range(SLOTS):
         if (i < n_tiles) & (item < n_items):
             _issue_pair(y_desc, dy_desc, y_smem.index(i), dy_smem.index(i), bars.index(i), tile_start + i * TILE, W)
+    if REG > 0:
+        block_y, block_dy = _load_block(output_ptr, grad_output_ptr, first + block_offsets, end, item < n_items)
     phases = item * 0  # bit i: the phase slot i's barrier completes next
     for item in range(gl.program_id(0), n_items, step):
         row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W)
+        if REG > 0:
+            tile_start, n_tiles = _after_block(first, end, REG, TILE)
         vec_dot = gl.full([TILE // VEC], 0.0, gl.float32, layout=gl.SliceLayout(1, layout))
         for i in gl.static_range(SLOTS):  # pass 1: each pair of tiles as it lands
             if i < n_tiles:
@@ -455,6 +482,8 @@ def _tma_stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, y_desc, 
                 vec_dot += gl.sum(gl.where((flat >= first) & (flat < end), product, 0.0), axis=1)
         phases = phases ^ ((1 << n_tiles) - 1)
         row_dot = gl.sum(vec_dot, axis=0)
+        if REG > 0:
+            row_dot += gl.sum(gl.sum(block_y.to(gl.float32) * block_dy.to(gl.float32), axis=1), axis=0)
         if n_segments > 1:
             gl.atomic_xchg(slots_ptr + item, _pack_dot(row_dot), sem="relaxed")
             ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, max_polls)
@@ -475,8 +504,16 @@ def _tma_stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, y_desc, 
         next_item = item + step
         next_row, next_first, next_end, next_tile_start, next_tiles = _item_span(
             next_item, n_segments, segment_cols, n_cols, TILE, W)
+        if REG > 0:
+            next_tile_start, next_tiles = _after_block(next_first, next_end, REG, TILE)
         if next_item >= n_items:
             next_tiles = 0
+        if REG > 0:  # pass 2 of the registers' block, and the next item's block asked for
+            block_flat = first + block_offsets
+            block_dx = block_y.to(gl.float32) * (block_dy.to(gl.float32) - row_dot)
+            gl.store(grad_input_ptr + block_flat.to(gl.int64), block_dx.to(dtype), mask=block_flat < end)
+            block_y, block_dy = _load_block(output_ptr, grad_output_ptr, next_first + block_offsets, next_end,
+                                            next_item < n_items)
         for i in gl.static_range(SLOTS):  # pass 2, from shared memory; the next item's tiles i follow tiles i
             if i < n_tiles:
                 flat = tile_start + i * TILE + offsets
@@ -604,6 +641,21 @@ def _filled_segments(n_cols: int, tile: int, segment_bytes: int, elem_bytes: int
     return best
 
 
+def _register_cut(n_cols: int, tile: int, segment_bytes: int, elem_bytes: int,
+                  register_tiles: int) -> tuple[int, int, int] | None:
+    """(segments a row, columns a segment, slots a program) where each segment's first register_tiles tiles are held
+    in registers (the backward's REG) and the rest in at most segment_bytes of slots: rows of whole tiles only, cut
+    into the fewest segments, of whole tiles as even as they allow (the last may be shorter; an even cut in whole
+    vectors lost 1.5-4% on the H200, round 153); None for other rows, which keep _segments' cut without."""
+    most = max(1, segment_bytes // (tile * elem_bytes))
+    if not register_tiles or n_cols % tile:
+        return None
+    row_tiles = n_cols // tile
+    n_segments = triton.cdiv(row_tiles, most + register_tiles)
+    tiles = triton.cdiv(row_tiles, n_segments)
+    return n_segments, tiles * tile, max(1, tiles - register_tiles)
+
+
 def _direct(kernel, grid, *args, **kwargs) -> None:
     """kernel[grid](*args, **kwargs): the launchers' default launch (triton_softmax passes its own, which records
     the compiled kernel for the runs' compile facts)."""
@@ -628,16 +680,20 @@ class _Launch(NamedTuple):
 
 def _launch_shape(t: torch.Tensor, vectors_per_thread: int, num_warps: int, segment_bytes: int, width: int,
                   programs_per_sm: int = 1, tensors: int = 1, aligned: bool = False,
-                  fill_rounds: bool = False) -> _Launch:
+                  fill_rounds: bool = False, register_tiles: int = 0) -> _Launch:
     """The launch of a tma-stream kernel over tensors shaped as t (eligible), in segments of at most segment_bytes of
     each tensor, through a descriptor of view rows of width elements over as many whole view rows as t holds, with
     programs_per_sm programs an SM (or one an item, if fewer), each holding tensors tensors' slots; fill_rounds: rows
-    cut as _filled_segments does, where the items outnumber the programs."""
+    cut as _filled_segments does, where the items outnumber the programs; register_tiles: rows of whole tiles cut as
+    _register_cut does, with the kernel's REG (the backward's), 0 for others."""
     n_rows, n_cols = t.shape
     elem = t.element_size()
     tile = num_warps * 32 * vectors_per_thread * 16 // elem
     n_segments, segment_cols, slots = _segments(n_cols, tile, segment_bytes, elem, width, aligned)
-    if fill_rounds and not aligned:
+    register_cut = _register_cut(n_cols, tile, segment_bytes, elem, register_tiles)
+    if register_cut:
+        n_segments, segment_cols, slots = register_cut
+    elif fill_rounds and not aligned:
         programs = programs_per_sm * _device_facts(t.device)[1]
         if n_rows * n_segments > programs:
             n_segments, segment_cols, slots = _filled_segments(n_cols, tile, segment_bytes, elem, width, programs)
@@ -662,7 +718,8 @@ def _launch_shape(t: torch.Tensor, vectors_per_thread: int, num_warps: int, segm
         descriptor=descriptor,
         constexprs=dict(TILE=tile, SLOTS=slots, VEC=16 // elem,
                         SEGMENTS_BLOCK=max(2, triton.next_power_of_2(n_segments)), NUM_WARPS=num_warps,
-                        num_warps=num_warps, **({"maxnreg": maxnreg} if maxnreg else {})))
+                        num_warps=num_warps, **({"REG": register_tiles * tile} if register_cut else {}),
+                        **({"maxnreg": maxnreg} if maxnreg else {})))
 
 
 # An item's last tile is asked for in boxes of this many view rows where a segment's last tile is under half full,
@@ -701,13 +758,14 @@ def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int
 
 def tma_stream_backward(dx: torch.Tensor, y: torch.Tensor, dy: torch.Tensor, vectors_per_thread: int, num_warps: int,
                         segment_bytes: int, max_polls: int, maxnreg: int = 0, launch=_direct,
-                        programs_per_sm: int = 1, fill_rounds: bool = False) -> None:
+                        programs_per_sm: int = 1, fill_rounds: bool = False, register_tiles: int = 0) -> None:
     """Launch the tma-stream backward into dx (contiguous) from y and dy (both eligible: tma_backward_eligible),
     through launch; segment_bytes holds both tensors' tiles; maxnreg (0: ptxas chooses) caps a thread's registers
     where one program runs an SM (more take their share of the registers: _register_share); fill_rounds: the rows'
-    cut as _filled_segments chooses it."""
+    cut as _filled_segments chooses it; register_tiles: tiles of each tensor a segment holds in registers, in rows of
+    whole tiles (_register_cut)."""
     shape = _launch_shape(y, vectors_per_thread, num_warps, segment_bytes // 2, _view_width(y), programs_per_sm,
-                          tensors=2, fill_rounds=fill_rounds)
+                          tensors=2, fill_rounds=fill_rounds, register_tiles=register_tiles)
     cap = {} if "maxnreg" in shape.constexprs or not maxnreg else {"maxnreg": maxnreg}
     launch(_tma_stream_bwd_kernel, shape.grid, dx, y, dy, shape.descriptor(y), shape.descriptor(dy), shape.slots,
            *y.shape, shape.n_segments, shape.segment_cols, max_polls, ALIGN=shape.constexprs["VEC"],

@@ -1296,6 +1296,8 @@ class Plan(NamedTuple):
                            # (gluon_softmax's ALIGNED)
     fill_rounds: bool = False  # backward tma-stream: rows of whole view rows cut into the count of segments that
                                # gluon_softmax._filled_segments weighs best for the grid (rounds 145-148)
+    register_tiles: int = 0  # backward tma-stream: tiles of y and dy each segment of a row of whole tiles holds in
+                             # registers besides its slots (gluon_softmax._register_cut; rounds 152-154)
 
 
 # An L2 this large or larger takes the table's min_l2_bytes rows: 60 MiB, the H200's (the H100's holds 50 MiB).
@@ -1599,6 +1601,13 @@ SOFTMAX_PLANS = (
     # inside a view row uses one slot of its two)
     Plan("backward",    131072,        0,  0, "tma-stream", 4,    0,     4,    6,    0,  32768, whole_vectors=True,
          view_rows=True, min_l2_bytes=L2_60_MB),
+    # the H200's fp32 rows past 524,288 hold 2 tiles of each tensor in registers a segment, besides the 7 slots, where
+    # the rows are whole tiles (rounds 152-154: +1.4% to +7.6% at 589,824-1,572,864 columns, 2M +12%; 524,288 lost 3%;
+    # 4 tiles gained more at 1M and 2M, +3% and +18%, but lost 1% at 983,040 and 1,310,720)
+    Plan("backward",    524288,        0,  4, "tma-stream", 4,    0,     8,    1,    0, 229376, whole_vectors=True,
+         maxnreg=128, min_l2_bytes=L2_60_MB),
+    Plan("backward",  math.inf,        0,  4, "tma-stream", 4,    0,     8,    1,    0, 229376, whole_vectors=True,
+         min_l2_bytes=L2_60_MB, register_tiles=2),
     Plan("backward",  math.inf,        0,  0, "tma-stream", 4,    0,     8,    1,    0, 229376, whole_vectors=True,
          maxnreg=128, min_l2_bytes=L2_60_MB),
     Plan("backward",     65536,        0,  0, "tma-stream", 4,    0,     8,    1,    0, 229376, whole_vectors=True,
@@ -2247,7 +2256,8 @@ def _run_backward_plan(dx, y, dy, plan, align):
     elif plan.path == "tma-stream":
         _gluon_softmax().tma_stream_backward(dx, y, dy, plan.rows_per_program, plan.num_warps, plan.segment_bytes,
                                              _max_polls(), plan.maxnreg, launch=_launch,
-                                             programs_per_sm=plan.programs_per_sm, fill_rounds=plan.fill_rounds)
+                                             programs_per_sm=plan.programs_per_sm, fill_rounds=plan.fill_rounds,
+                                             register_tiles=plan.register_tiles)
     else:
         _backward_stream(dx, y, dy, plan.block_size, plan.num_warps, plan.programs_per_sm, plan.num_stages,
                          plan.segment_bytes, align, one_warp_from=plan.one_warp_from, slot_lanes=plan.slot_lanes,

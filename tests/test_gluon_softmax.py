@@ -106,13 +106,18 @@ def test_the_backward_rows_by_l2_and_type(gpu_l2_mb, monkeypatch):
         launch = (6, 4, 32768) if big_l2 and n_cols <= 131072 and view_rows else (1, 8, gs.SEGMENT_BYTES)
         if launch[0] == 1 and elem_bytes == 4 and n_cols > 524288 and not big_l2:
             launch = (1, 4, gs.SEGMENT_BYTES)  # fp32 rows past 524,288 on 8 KB tiles, cut by fill_rounds (round 148)
+        # the H200's fp32 rows past 524,288: 2 tiles of each tensor in registers a segment (round 154)
+        register_tiles = 2 if big_l2 and elem_bytes == 4 and n_cols > 524288 else 0
         plan = sm._select_plan("backward", 64, n_cols, elem_bytes, DEVICE, 16 // elem_bytes, True)
         assert plan.path == path, (n_cols, plan)
         assert path == "stream" or (plan.programs_per_sm, plan.num_warps, plan.segment_bytes) == launch, (n_cols, plan)
+        assert path == "stream" or (plan.register_tiles, plan.fill_rounds) == (register_tiles, launch[1] == 4
+                                                                                and not big_l2), (n_cols, plan)
         assert sm._select_plan("backward", 64, n_cols, elem_bytes, DEVICE, 16 // elem_bytes).path == "stream"
     h200 = [plan for plan in sm.SOFTMAX_PLANS if plan.op == "backward" and plan.min_l2_bytes == sm.L2_60_MB]
-    assert [(plan.path, plan.elem_bytes, plan.max_cols, plan.num_warps, plan.fill_rounds) for plan in h200[:2]] == [
-        ("tma-stream", 0, 131072, 4, False), ("tma-stream", 0, float("inf"), 8, False)]
+    assert [(plan.path, plan.elem_bytes, plan.max_cols, plan.num_warps, plan.register_tiles) for plan in h200[:4]] == [
+        ("tma-stream", 0, 131072, 4, 0), ("tma-stream", 4, 524288, 8, 0), ("tma-stream", 4, float("inf"), 8, 2),
+        ("tma-stream", 0, float("inf"), 8, 0)]
 
 
 def test_the_dispatcher_passes_a_rows_cut_to_the_launcher(monkeypatch):
@@ -131,7 +136,9 @@ def test_the_dispatcher_passes_a_rows_cut_to_the_launcher(monkeypatch):
     plan = sm.Plan("backward", 1000, 0, 0, "tma-stream", 4, 0, 4, 6, 0, 32768, whole_vectors=True)
     sm._run_backward_plan(torch.empty_like(x), x, x, plan, 4)
     args, kwargs = calls[-1]
-    assert args[3:6] == (4, 4, 32768) and kwargs["programs_per_sm"] == 6
+    assert args[3:6] == (4, 4, 32768) and kwargs["programs_per_sm"] == 6 and kwargs["register_tiles"] == 0
+    sm._run_backward_plan(torch.empty_like(x), x, x, plan._replace(register_tiles=2), 4)
+    assert calls[-1][1]["register_tiles"] == 2
 
 
 def test_tensors_off_a_gpu_are_never_eligible():
@@ -243,6 +250,55 @@ def test_fill_rounds_applies_only_where_the_items_outnumber_the_programs(monkeyp
                                  fill_rounds=True)
         assert shape.n_segments == count and shape.grid == (min(132, n_rows * count),)
         assert shape.constexprs["SLOTS"] == (14 if count == 37 else 12)
+
+
+# Rows of whole 16 KB fp32 tiles on 2 register tiles + 7 slots (round 154): 1M in 29 segments of 9 tiles (the last
+# of 4); 593,920 (145 tiles) leaves a last segment of one tile, shorter than the registers' block; 524,288 x 2-byte
+# (tiles of 8,192) in 8 of 8; 1M fp32 in 8 KB tiles in 32 of 16; rows that are not whole tiles keep _segments' cut,
+# and so does register_tiles 0.
+@pytest.mark.parametrize("n_cols,tile,elem_bytes,expected", [
+    (1 << 20, 4096, 4, (29, 36864, 7)), (593920, 4096, 4, (17, 36864, 7)), (589824, 4096, 4, (16, 36864, 7)),
+    (524288, 8192, 2, (8, 65536, 6)), (1 << 20, 2048, 4, (32, 32768, 14)), (1000000, 4096, 4, None)])
+def test_register_cut_holds_two_tiles_a_segment_in_registers(n_cols, tile, elem_bytes, expected):
+    cut = gs._register_cut(n_cols, tile, gs.SEGMENT_BYTES // 2, elem_bytes, 2)
+    assert cut == expected
+    assert gs._register_cut(n_cols, tile, gs.SEGMENT_BYTES // 2, elem_bytes, 0) is None
+    if cut:
+        n_segments, segment_cols, slots = cut
+        assert segment_cols % tile == 0 and (n_segments - 1) * segment_cols < n_cols <= n_segments * segment_cols
+        assert slots * tile * elem_bytes <= gs.SEGMENT_BYTES // 2 and segment_cols == (slots + 2) * tile
+        assert n_segments == -(-n_cols // ((gs.SEGMENT_BYTES // 2 // (tile * elem_bytes) + 2) * tile))  # the fewest
+
+
+def test_register_tiles_reach_the_kernel_only_where_the_cut_applies(monkeypatch):
+    """REG is passed (register_tiles x the tile) for rows of whole tiles; other rows keep _segments' launch, no REG."""
+    monkeypatch.setattr(gs, "_device_facts", lambda device: (90, 132))
+    shape = gs._launch_shape(torch.empty(40, 1 << 20), 4, 8, gs.SEGMENT_BYTES // 2, 128, tensors=2, register_tiles=2)
+    assert (shape.n_segments, shape.constexprs["SLOTS"], shape.constexprs["REG"]) == (29, 7, 8192)
+    for n_cols in (1000064, 1 << 20):
+        register_tiles = 2 if n_cols != 1 << 20 else 0
+        shape = gs._launch_shape(torch.empty(4, n_cols), 4, 8, gs.SEGMENT_BYTES // 2, 128, tensors=2,
+                                 register_tiles=register_tiles)
+        assert "REG" not in shape.constexprs
+        assert shape.n_segments == gs._segments(n_cols, 4096, gs.SEGMENT_BYTES // 2, 4, 128)[0]
+
+
+def test_the_register_tiles_backward_compiles_without_spills():
+    """The H200's fp32 backward of 2 register tiles + 7 slots of 16 KB (round 154) compiles for sm_90 with nothing
+    spilled, within a thread's 255 registers and one program's share of the SM's, and the same TMA loads as without."""
+    plan = next(plan for plan in sm.SOFTMAX_PLANS if plan.register_tiles)
+    slots = plan.segment_bytes // 2 // (plan.num_warps * 32 * plan.rows_per_program * 16)
+    env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
+    command = [sys.executable, "scripts/compile_tma.py", "backward", "fp32", "--programs", "1", "--warps",
+               str(plan.num_warps), "--vectors", str(plan.rows_per_program), "--slots", str(slots), "--maxnreg",
+               str(plan.maxnreg), "--register-tiles", str(plan.register_tiles)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr[-2000:]
+    facts = json.loads(done.stdout)
+    assert facts["stack"] == 0 and facts["local"] == 0, facts
+    assert facts["registers"] * plan.num_warps * 32 <= gs.SM_REGISTERS and facts["registers"] <= 255, facts
+    assert facts["tma_loads"] == 4 * slots and facts["vector_stores"] >= slots + 2, facts
 
 
 @pytest.mark.parametrize("op,dtype,rows,programs,warps,vectors", [
@@ -507,13 +563,30 @@ def test_backward_on_six_programs_matches_float64(n_rows, n_cols, dtype):
         torch.testing.assert_close(dx.double(), expected, rtol=rtol, atol=atol_fraction * expected.abs().max().item())
 
 
+# Register tiles (round 154) on either GPU: rows of many segments, with more items than programs (40 x 1M fp32) and
+# without; a last segment shorter than the registers' block (593,920: one tile); 2-byte elements in the block (bf16);
+# siblings waited for, and none (max_polls 0: every program computes the others' dots from global memory).
+@on_hopper
+@pytest.mark.parametrize("n_rows,n_cols,dtype", [(2, 1 << 20, torch.float32), (40, 1 << 20, torch.float32),
+                                                 (5, 593920, torch.float32), (3, 1 << 20, torch.bfloat16)], ids=str)
+def test_backward_with_register_tiles_matches_float64(n_rows, n_cols, dtype):
+    y, dy = backward_operands(n_rows, n_cols, dtype, seed=8)
+    expected = grad_from_output(y, dy)
+    atol_fraction, rtol = BACKWARD_TOL[dtype]
+    for max_polls in (sm._max_polls(), 0):
+        dx = torch.empty_like(y)
+        gs.tma_stream_backward(dx, y, dy, 4, 8, gs.SEGMENT_BYTES, max_polls, register_tiles=2)
+        torch.testing.assert_close(dx.double(), expected, rtol=rtol, atol=atol_fraction * expected.abs().max().item())
+
+
 @on_hopper
 def test_tma_stream_backward_computes_missing_dots_itself():
     """max_polls 0: every program computes its siblings' dots from global memory, and dx is the same."""
     y, dy = backward_operands(3, 1 << 20, torch.float32, seed=6)
     dx = torch.empty_like(y)
     plan = sm._select_plan("backward", 3, 1 << 20, 4, DEVICE, 4, True)
-    gs.tma_stream_backward(dx, y, dy, plan.rows_per_program, plan.num_warps, plan.segment_bytes, 0, plan.maxnreg)
+    gs.tma_stream_backward(dx, y, dy, plan.rows_per_program, plan.num_warps, plan.segment_bytes, 0, plan.maxnreg,
+                           register_tiles=plan.register_tiles)
     expected = grad_from_output(y, dy)
     atol_fraction, rtol = BACKWARD_TOL[torch.float32]
     torch.testing.assert_close(dx.double(), expected, rtol=rtol, atol=atol_fraction * expected.abs().max().item())
