@@ -13,6 +13,7 @@ after, while the shared-memory tiles are written. Only rows of whole tiles (the 
     python scripts/probe_reg_tiles.py           # on a Hopper GPU; $OUT/probe_reg_tiles.json
     python scripts/probe_reg_tiles.py even      # round 153: segments cut evenly in whole vectors
     python scripts/probe_reg_tiles.py unseen    # round 154: 2 and 4 register tiles at lengths no round had timed
+    python scripts/probe_reg_tiles.py ahead     # round 157: the next item's block asked for before the wait
     python scripts/probe_reg_tiles.py compile   # no GPU: registers and spills of each variant, sm_90
 """
 import re
@@ -37,6 +38,10 @@ VARIANTS = [(2, 7, 4, 8), (4, 7, 4, 8), (4, 6, 4, 8)]
 # round 153: the segments cut evenly in whole vectors (True), beside round 152's best whole-tile cut
 EVEN_VARIANTS = [(4, 7, 4, 8, False), (4, 7, 4, 8, True), (2, 7, 4, 8, True)]
 EVEN_SHAPES = [(1048576, "float32"), (786432, "float32"), (1310720, "float32"), (2097152, "float32")]
+# round 157: (register tiles, slots, vectors, warps, even, ahead): 2 + 7 with the next item's block asked for before
+# the wait, beside 2 + 7 without (the table's launch on the H200)
+AHEAD_VARIANTS = [(2, 7, 4, 8, False, True), (2, 7, 4, 8, False, False)]
+AHEAD_SHAPES = [(n, "float32") for n in (1048576, 786432, 589824, 1310720, 2097152)] + [(1048576, "bfloat16")]
 # round 154: whole-tile cuts at fp32 lengths of whole 16 KB tiles no round had timed, and 1M again
 UNSEEN_SHAPES = [(n, "float32") for n in (589824, 655360, 720896, 851968, 917504, 983040, 1048576, 1179648,
                                           1572864)]
@@ -57,8 +62,11 @@ def _reg_span(item, n_segments, segment_cols, n_cols, REG: gl.constexpr, TILE: g
 @gluon.jit
 def _reg_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, y_desc, dy_desc, slots_ptr, n_rows, n_cols,
                     n_segments, segment_cols, max_polls, TILE: gl.constexpr, SLOTS: gl.constexpr, VEC: gl.constexpr,
-                    SEGMENTS_BLOCK: gl.constexpr, NUM_WARPS: gl.constexpr, REG: gl.constexpr):
-    """gluon_softmax._tma_stream_bwd_kernel with each segment's first REG elements of y and dy held in registers."""
+                    SEGMENTS_BLOCK: gl.constexpr, NUM_WARPS: gl.constexpr, REG: gl.constexpr,
+                    AHEAD: gl.constexpr = False):
+    """gluon_softmax._tma_stream_bwd_kernel with each segment's first REG elements of y and dy held in registers;
+    AHEAD (round 157): the next item's block is asked for into a second set of registers before the wait for the
+    row's siblings, not after it."""
     dtype: gl.constexpr = y_desc.dtype
     W: gl.constexpr = y_desc.block_type.shape[1]
     layout: gl.constexpr = gl.BlockedLayout([1, VEC], [32, 1], [NUM_WARPS, 1], [1, 0])
@@ -94,6 +102,15 @@ def _reg_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, y_desc, dy_desc
                 vec_dot += gl.sum(gl.where((flat >= first + REG) & (flat < end), product, 0.0), axis=1)
         phases = phases ^ ((1 << n_tiles) - 1)
         row_dot = gl.sum(vec_dot, axis=0) + reg_dot
+        if AHEAD:
+            ahead_item = item + step
+            ahead_row = ahead_item // n_segments
+            ahead_first, ahead_end = _segment_span(ahead_row, ahead_item - ahead_row * n_segments, segment_cols,
+                                                   n_cols, W, False, 1)
+            ahead_flat = ahead_first + reg_offsets
+            ahead_mask = (ahead_flat < ahead_end) & (ahead_item < n_items)
+            ahead_y = gl.load(output_ptr + ahead_flat.to(gl.int64), mask=ahead_mask, other=0.0)
+            ahead_dy = gl.load(grad_output_ptr + ahead_flat.to(gl.int64), mask=ahead_mask, other=0.0)
         if n_segments > 1:
             gl.atomic_xchg(slots_ptr + item, _pack_dot(row_dot), sem="relaxed")
             ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, max_polls)
@@ -117,10 +134,14 @@ def _reg_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, y_desc, dy_desc
         reg_flat = first + reg_offsets
         reg_dx = reg_y.to(gl.float32) * (reg_dy.to(gl.float32) - row_dot)
         gl.store(grad_input_ptr + reg_flat.to(gl.int64), reg_dx.to(dtype), mask=reg_flat < end)
-        next_flat = next_first + reg_offsets
-        next_mask = (next_flat < next_end) & (next_item < n_items)
-        reg_y = gl.load(output_ptr + next_flat.to(gl.int64), mask=next_mask, other=0.0)
-        reg_dy = gl.load(grad_output_ptr + next_flat.to(gl.int64), mask=next_mask, other=0.0)
+        if AHEAD:
+            reg_y = ahead_y
+            reg_dy = ahead_dy
+        else:
+            next_flat = next_first + reg_offsets
+            next_mask = (next_flat < next_end) & (next_item < n_items)
+            reg_y = gl.load(output_ptr + next_flat.to(gl.int64), mask=next_mask, other=0.0)
+            reg_dy = gl.load(grad_output_ptr + next_flat.to(gl.int64), mask=next_mask, other=0.0)
         for i in gl.static_range(SLOTS):
             if i < n_tiles:
                 flat = tile_start + i * TILE + offsets
@@ -151,7 +172,7 @@ def cut(n_cols: int, tile: int, reg_tiles: int, slots: int, width: int, vec: int
         n_segments += 1
 
 
-def reg_backward(reg_tiles: int, slots: int, vectors: int, warps: int, even: bool = False):
+def reg_backward(reg_tiles: int, slots: int, vectors: int, warps: int, even: bool = False, ahead: bool = False):
     """The probe's backward: reg_tiles tiles of each tensor in registers and slots in shared memory a segment."""
     import torch
 
@@ -173,12 +194,12 @@ def reg_backward(reg_tiles: int, slots: int, vectors: int, warps: int, even: boo
         _reg_bwd_kernel[grid](dx, y, dy, descriptor(y), descriptor(dy), slots_t, n_rows, n_cols, n_segments,
                               segment_cols, MAX_POLLS, TILE=tile, SLOTS=slots, VEC=16 // elem,
                               SEGMENTS_BLOCK=max(2, triton.next_power_of_2(n_segments)), NUM_WARPS=warps,
-                              REG=reg_tiles * tile, num_warps=warps)
+                              REG=reg_tiles * tile, AHEAD=ahead, num_warps=warps)
         return dx
     return run
 
 
-def offline(reg_tiles: int, slots: int, vectors: int, warps: int, dtype: str = "fp32") -> dict:
+def offline(reg_tiles: int, slots: int, vectors: int, warps: int, dtype: str = "fp32", ahead: bool = False) -> dict:
     """Registers and spills of one variant compiled for sm_90 without a GPU (as scripts/compile_tma.py)."""
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
@@ -192,13 +213,13 @@ def offline(reg_tiles: int, slots: int, vectors: int, warps: int, dtype: str = "
                  "dy_desc": desc, "slots_ptr": "*i64", "n_rows": "i32", "n_cols": "i32", "n_segments": "i32",
                  "segment_cols": "i32", "max_polls": "i32"}
     constexprs = dict(TILE=tile, SLOTS=slots, VEC=16 // elem, SEGMENTS_BLOCK=32, NUM_WARPS=warps,
-                      REG=reg_tiles * tile)
+                      REG=reg_tiles * tile, AHEAD=ahead)
     signature.update(dict.fromkeys(constexprs, "constexpr"))
     kernel = triton.compile(GluonASTSource(fn=_reg_bwd_kernel, signature=signature, constexprs=constexprs,
                                            attrs={(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 5)}),
                             target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
     used = {k: int(v) for k, v in re.findall(r"(REG|STACK|LOCAL):(\d+)", cuobjdump(kernel, "-res-usage"))}
-    return {"variant": (reg_tiles, slots, vectors, warps), "registers": used["REG"], "local": used["LOCAL"],
+    return {"variant": (reg_tiles, slots, vectors, warps, ahead), "registers": used["REG"], "local": used["LOCAL"],
             "shared": kernel.metadata.shared}
 
 
@@ -206,6 +227,8 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["compile"]:
         for variant in VARIANTS:
             print(offline(*variant), flush=True)
+        for variant in AHEAD_VARIANTS:
+            print(offline(*variant[:4], ahead=variant[5]), flush=True)
         raise SystemExit(0)
     import torch
     from probe_long_rows import save_results, sm, warm_up_gpu
@@ -213,6 +236,13 @@ if __name__ == "__main__":
     warm_up_gpu()
     print(torch.cuda.get_device_name(), flush=True)
     results: list = []
+    if sys.argv[1:] == ["ahead"]:
+        for variant in AHEAD_VARIANTS:
+            ab_trials("backward, %d register tiles + %d slots of 16 KB, %d vectors x %d warps, even %s, ahead %s"
+                      % variant, reg_backward(*variant), AHEAD_SHAPES, results, baseline=sm.softmax_backward,
+                      trials=3, case=backward_case)
+        save_results("probe_reg_tiles", results)
+        raise SystemExit(0)
     if sys.argv[1:] == ["unseen"]:
         for variant in [(2, 7, 4, 8), (4, 7, 4, 8)]:
             ab_trials("backward, %d register tiles + %d slots of 16 KB, %d vectors x %d warps" % variant,
