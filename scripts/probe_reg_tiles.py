@@ -14,6 +14,7 @@ after, while the shared-memory tiles are written. Only rows of whole tiles (the 
     python scripts/probe_reg_tiles.py even      # round 153: segments cut evenly in whole vectors
     python scripts/probe_reg_tiles.py unseen    # round 154: 2 and 4 register tiles at lengths no round had timed
     python scripts/probe_reg_tiles.py ahead     # round 157: the next item's block asked for before the wait
+    python scripts/probe_reg_tiles.py long      # round 158: 2 and 4 register tiles at 1.4M-4M columns
     python scripts/probe_reg_tiles.py compile   # no GPU: registers and spills of each variant, sm_90
 """
 import re
@@ -42,6 +43,8 @@ EVEN_SHAPES = [(1048576, "float32"), (786432, "float32"), (1310720, "float32"), 
 # the wait, beside 2 + 7 without (the table's launch on the H200)
 AHEAD_VARIANTS = [(2, 7, 4, 8, False, True), (2, 7, 4, 8, False, False)]
 AHEAD_SHAPES = [(n, "float32") for n in (1048576, 786432, 589824, 1310720, 2097152)] + [(1048576, "bfloat16")]
+# round 158: rows past 1,310,720 columns, where 4 register tiles gained most on both GPUs
+LONG_SHAPES = [(n, "float32") for n in (1441792, 1572864, 1835008, 2097152, 2621440, 3145728, 4194304)]
 # round 154: whole-tile cuts at fp32 lengths of whole 16 KB tiles no round had timed, and 1M again
 UNSEEN_SHAPES = [(n, "float32") for n in (589824, 655360, 720896, 851968, 917504, 983040, 1048576, 1179648,
                                           1572864)]
@@ -241,6 +244,13 @@ if __name__ == "__main__":
             ab_trials("backward, %d register tiles + %d slots of 16 KB, %d vectors x %d warps, even %s, ahead %s"
                       % variant, reg_backward(*variant), AHEAD_SHAPES, results, baseline=sm.softmax_backward,
                       trials=3, case=backward_case)
+        save_results("probe_reg_tiles", results)
+        raise SystemExit(0)
+    if sys.argv[1:] == ["long"]:
+        for variant in [(4, 7, 4, 8), (2, 7, 4, 8)]:
+            ab_trials("backward, %d register tiles + %d slots of 16 KB, %d vectors x %d warps" % variant,
+                      reg_backward(*variant), LONG_SHAPES, results, baseline=sm.softmax_backward, trials=3,
+                      case=backward_case)
         save_results("probe_reg_tiles", results)
         raise SystemExit(0)
     if sys.argv[1:] == ["unseen"]:
