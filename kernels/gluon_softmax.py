@@ -632,7 +632,8 @@ def _filled_segments(n_cols: int, tile: int, segment_bytes: int, elem_bytes: int
     if n_cols % width or fewest[0] == 1:
         return fewest
     best = fewest
-    for count in range(fewest[0] + 1, int(fewest[0] * FILL_SPREAD) + 1):
+    # counts past the programs would leave a row's segments waiting on siblings that are not running (round 158)
+    for count in range(fewest[0] + 1, min(int(fewest[0] * FILL_SPREAD), programs) + 1):
         cols = triton.cdiv(triton.cdiv(n_cols, count), vec) * vec
         slots = triton.cdiv(cols + width - vec, tile)  # a segment starts at most width - vec into a view row
         fits = triton.cdiv(n_cols, cols) == count and slots <= most
@@ -654,6 +655,46 @@ def _register_cut(n_cols: int, tile: int, segment_bytes: int, elem_bytes: int,
     n_segments = triton.cdiv(row_tiles, most + register_tiles)
     tiles = triton.cdiv(row_tiles, n_segments)
     return n_segments, tiles * tile, max(1, tiles - register_tiles)
+
+
+def _cut(n_rows: int, n_cols: int, tile: int, segment_bytes: int, elem_bytes: int, width: int, aligned: bool,
+         fill_rounds: bool, register_tiles: int, programs: int) -> tuple[int, int, int]:
+    """(segments a row, columns a segment, slots a program) of a launch of programs programs: _register_cut's where
+    it applies, else _filled_segments' with fill_rounds where the items outnumber the programs, else _segments'."""
+    register_cut = _register_cut(n_cols, tile, segment_bytes, elem_bytes, register_tiles)
+    if register_cut:
+        return register_cut
+    cut = _segments(n_cols, tile, segment_bytes, elem_bytes, width, aligned)
+    if fill_rounds and not aligned and n_rows * cut[0] > programs:
+        return _filled_segments(n_cols, tile, segment_bytes, elem_bytes, width, programs)
+    return cut
+
+
+def _forward_width(n_rows: int, n_cols: int, elem_bytes: int) -> int:
+    """The forward's view row width: the widest of VIEW_ROW_BYTES dividing the tensor for rows of whole 16-byte
+    vectors, else (rows with loose elements) the first."""
+    if n_cols % (16 // elem_bytes) == 0:
+        for row_bytes in VIEW_ROW_BYTES:
+            if n_rows * n_cols % (row_bytes // elem_bytes) == 0:
+                return row_bytes // elem_bytes
+    return VIEW_ROW_BYTES[0] // elem_bytes
+
+
+def fits_grid(op: str, n_rows: int, n_cols: int, elem_bytes: int, vectors_per_thread: int, num_warps: int,
+              segment_bytes: int, programs_per_sm: int, sms: int, aligned: bool = False, fill_rounds: bool = False,
+              register_tiles: int = 0) -> bool:
+    """Whether every segment of a row of op's tma-stream launch (segment_bytes of slots a program, both tensors' for
+    the backward) runs at once on its grid of programs_per_sm x sms programs. A row cut into more segments waits on
+    siblings that are not running, and each waiting program computes their partials from global memory: 75x slower
+    (the H100's fp32 backward at 3,145,728 and 4,194,304 columns, round 158)."""
+    tile = num_warps * 32 * vectors_per_thread * 16 // elem_bytes
+    width = _forward_width(n_rows, n_cols, elem_bytes)  # the backward's too: it takes only rows of whole vectors
+    aligned = bool(aligned and n_cols % width) if op == "forward" else False
+    per_tensor = segment_bytes if op == "forward" else segment_bytes // 2
+    programs = programs_per_sm * sms
+    n_segments = _cut(n_rows, n_cols, tile, per_tensor, elem_bytes, width, aligned, fill_rounds, register_tiles,
+                      programs)[0]
+    return n_segments <= programs
 
 
 def _direct(kernel, grid, *args, **kwargs) -> None:
@@ -689,14 +730,10 @@ def _launch_shape(t: torch.Tensor, vectors_per_thread: int, num_warps: int, segm
     n_rows, n_cols = t.shape
     elem = t.element_size()
     tile = num_warps * 32 * vectors_per_thread * 16 // elem
-    n_segments, segment_cols, slots = _segments(n_cols, tile, segment_bytes, elem, width, aligned)
+    programs = programs_per_sm * _device_facts(t.device)[1] if fill_rounds else 0  # only fill_rounds needs them
+    n_segments, segment_cols, slots = _cut(n_rows, n_cols, tile, segment_bytes, elem, width, aligned, fill_rounds,
+                                           register_tiles, programs)
     register_cut = _register_cut(n_cols, tile, segment_bytes, elem, register_tiles)
-    if register_cut:
-        n_segments, segment_cols, slots = register_cut
-    elif fill_rounds and not aligned:
-        programs = programs_per_sm * _device_facts(t.device)[1]
-        if n_rows * n_segments > programs:
-            n_segments, segment_cols, slots = _filled_segments(n_cols, tile, segment_bytes, elem, width, programs)
     # the slots, and 1 KB for the barriers and the reductions' scratch (a few hundred bytes)
     if programs_per_sm * (tensors * slots * tile * elem + 1024 + PROGRAM_RESERVED_BYTES) > SM_SHARED_BYTES:
         raise ValueError(f"{programs_per_sm} tma-stream programs an SM of {slots} slots of {tile * elem} bytes "
@@ -745,9 +782,9 @@ def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int
     cut so that only a row's first segment straddles one (_segments, the kernel's ALIGNED)."""
     vec = 16 // x.element_size()
     # rows of whole vectors with a view row width dividing the tensor have no loose elements
-    width = _view_width(x) if x.shape[1] % vec == 0 else 0
-    loose = 0 if width else triton.next_power_of_2(2 * vec + VIEW_ROW_BYTES[0] // x.element_size())
-    width = width or VIEW_ROW_BYTES[0] // x.element_size()
+    loose = 0 if x.shape[1] % vec == 0 and _view_width(x) else triton.next_power_of_2(
+        2 * vec + VIEW_ROW_BYTES[0] // x.element_size())
+    width = _forward_width(*x.shape, x.element_size())
     aligned = bool(aligned and x.shape[1] % width)
     shape = _launch_shape(x, vectors_per_thread, num_warps, segment_bytes, width, programs_per_sm, aligned=aligned)
     part_rows = part_rows or _last_tile_part_rows(shape.segment_cols, shape.constexprs["TILE"], width, tile_loop)

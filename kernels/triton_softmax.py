@@ -1820,9 +1820,18 @@ def _select_plan(op: str, n_rows: int, n_cols: int, elem_bytes: int, device: tor
         if (plan.op == op and n_cols <= plan.max_cols and n_rows >= plan.min_rows_per_sm * sm_count
                 and plan.elem_bytes in (0, elem_bytes) and l2_bytes >= plan.min_l2_bytes
                 and not (plan.whole_vectors and not whole_vectors) and not (plan.partial_vectors and whole_vectors)
-                and not (plan.view_rows and not view_rows) and (tma or plan.path != "tma-stream")):
+                and not (plan.view_rows and not view_rows)
+                and (plan.path != "tma-stream" or tma and _tma_fits(op, plan, n_rows, n_cols, elem_bytes, sm_count))):
             return plan
     raise LookupError(f"SOFTMAX_PLANS has no {op} row for shape ({n_rows}, {n_cols}), {elem_bytes}-byte elements")
+
+
+def _tma_fits(op: str, plan: Plan, n_rows: int, n_cols: int, elem_bytes: int, sm_count: int) -> bool:
+    """Whether a row of plan's tma-stream launch runs all its segments at once on sm_count SMs (gluon_softmax.fits_grid;
+    always on the interpreter, which runs programs one after another and never waits)."""
+    return _interpreting() or _gluon_softmax().fits_grid(
+        op, n_rows, n_cols, elem_bytes, plan.rows_per_program, plan.num_warps, int(plan.segment_bytes),
+        plan.programs_per_sm, sm_count, plan.aligned, plan.fill_rounds, plan.register_tiles)
 
 
 @functools.lru_cache(maxsize=None)

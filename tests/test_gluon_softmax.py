@@ -301,6 +301,47 @@ def test_the_register_tiles_backward_compiles_without_spills():
     assert facts["tma_loads"] == 4 * slots and facts["vector_stores"] >= slots + 2, facts
 
 
+# Round 158: rows cut into more segments than the grid has programs wait on siblings that are not running, and ran 75x
+# slower (the H100's fp32 backward at 3,145,728 and 4,194,304 columns). fill_rounds never cuts past the programs
+# (3,145,728: 110, not 137); the H100's 8 KB launch cuts 4,194,304 into 147 (too many), the H200's register cut into
+# 114; the forward's 6 programs an SM of 32 KB hold rows to 6,488,064 fp32 columns (792 segments).
+@pytest.mark.parametrize("op,n_cols,vectors,warps,segment_bytes,programs_per_sm,fill,registers,segments", [
+    ("backward", 1 << 20, 4, 4, gs.SEGMENT_BYTES, 1, True, 0, 45),
+    ("backward", 3145728, 4, 4, gs.SEGMENT_BYTES, 1, True, 0, 110),
+    ("backward", 4194304, 4, 4, gs.SEGMENT_BYTES, 1, True, 0, 147),
+    ("backward", 4194304, 4, 8, gs.SEGMENT_BYTES, 1, False, 2, 114),
+    ("forward", 6291456, 4, 4, 32768, 6, False, 0, 768), ("forward", 8388608, 4, 4, 32768, 6, False, 0, 1024)])
+def test_fits_grid_counts_a_rows_segments_against_the_programs(op, n_cols, vectors, warps, segment_bytes,
+                                                                programs_per_sm, fill, registers, segments):
+    n_rows, elem = (1 << 27) // n_cols, 4
+    tile = warps * 32 * vectors * 16 // elem
+    per_tensor = segment_bytes // (2 if op == "backward" else 1)
+    cut = gs._cut(n_rows, n_cols, tile, per_tensor, elem, gs._forward_width(n_rows, n_cols, elem), False, fill,
+                  registers, programs_per_sm * 132)
+    assert cut[0] == segments
+    fits = gs.fits_grid(op, n_rows, n_cols, elem, vectors, warps, segment_bytes, programs_per_sm, 132,
+                        fill_rounds=fill, register_tiles=registers)
+    assert fits == (segments <= programs_per_sm * 132)
+
+
+@pytest.mark.parametrize("gpu_l2_mb", [50, 60], ids=["h100-l2", "h200-l2"])
+def test_rows_too_long_for_the_grid_leave_tma_stream(gpu_l2_mb, monkeypatch):
+    """On a GPU of 132 SMs (not the interpreter, where programs run one after another and the check is off), a row
+    whose tma-stream cut would outnumber the programs takes the next row of the table: the H100's fp32 backward at
+    4,194,304 columns stream, the H200's (its register cut: 114 segments) still tma-stream; 5,000,000, not whole
+    tiles, stream on both; the forward at 8,388,608 fp32 columns tile-stream, at 6,291,456 tma-stream."""
+    monkeypatch.setattr(sm, "_l2_bytes", lambda device: gpu_l2_mb << 20)
+    monkeypatch.setattr(sm, "_sm_count", lambda device: 132)
+    monkeypatch.setattr(sm, "_interpreting", lambda: False)
+    h200 = gpu_l2_mb == 60
+    for op, n_cols, path in (("backward", 3145728, "tma-stream"), ("backward", 4194304, "tma-stream" if h200 else
+                                                                     "stream"),
+                             ("backward", 5000000, "stream"), ("forward", 6291456, "tma-stream"),
+                             ("forward", 8388608, "tile-stream")):
+        plan = sm._select_plan(op, (1 << 27) // n_cols, n_cols, 4, DEVICE, 4, True)
+        assert plan.path == path, (op, n_cols, plan)
+
+
 @pytest.mark.parametrize("op,dtype,rows,programs,warps,vectors", [
     ("forward", "bf16", "loose", 4, 8, 2), ("forward", "fp16", "whole", 4, 8, 2),  # the H100's, to 131,072
     ("forward", "bf16", "loose", 4, 4, 4), ("forward", "fp16", "whole", 4, 4, 4),  # the H200's, to 131,072
@@ -561,6 +602,21 @@ def test_backward_on_six_programs_matches_float64(n_rows, n_cols, dtype):
         dx = torch.empty_like(y)
         gs.tma_stream_backward(dx, y, dy, 4, 4, 32768, max_polls, programs_per_sm=6)
         torch.testing.assert_close(dx.double(), expected, rtol=rtol, atol=atol_fraction * expected.abs().max().item())
+
+
+# Rows longer than the grid holds in one round of tma-stream segments (round 158): the dispatcher's backward at
+# 3,145,728 fp32 columns (the H100: fill_rounds capped at the programs) and 4,194,304 (the H100: stream; the H200:
+# register tiles, 114 segments), checked on every element.
+@on_hopper
+@pytest.mark.parametrize("n_cols", [3145728, 4194304], ids=str)
+def test_the_longest_rows_backward_matches_float64(n_cols):
+    y, dy = backward_operands(2, n_cols, torch.float32, seed=9)
+    plan = sm._select_plan("backward", 2, n_cols, 4, DEVICE, 4, True)
+    assert plan.path != "tma-stream" or sm._tma_fits("backward", plan, 2, n_cols, 4, sm._sm_count(DEVICE))
+    expected = grad_from_output(y, dy)
+    atol_fraction, rtol = BACKWARD_TOL[torch.float32]
+    torch.testing.assert_close(sm.softmax_backward(y, dy).double(), expected, rtol=rtol,
+                               atol=atol_fraction * expected.abs().max().item())
 
 
 # Register tiles (round 154) on either GPU: rows of many segments, with more items than programs (40 x 1M fp32) and
