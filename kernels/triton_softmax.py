@@ -2038,6 +2038,12 @@ def _resident_per_sm(compiled, num_warps: int, device: torch.device) -> int:
 _RESIDENT_CACHE: dict = {}
 
 
+class _RowOutgrowsGrid(Exception):
+    """A row's segments outnumber the programs that run at once: its waits would be on siblings that are not running.
+    Round 159: the H100's stream backward and tile-stream forward gave wrong outputs at 8M-16M fp32 columns that way
+    (and ran 30-160x slower); raised before any launch, so the dispatcher runs the row on the online path instead."""
+
+
 def _persistent_programs(kernel, args, kwargs, n_items, n_segments, programs_per_sm, device) -> int:
     """Grid size for a persistent kernel: co-resident, a multiple of n_segments, at most n_items.
 
@@ -2051,6 +2057,8 @@ def _persistent_programs(kernel, args, kwargs, n_items, n_segments, programs_per
             compiled = kernel.warmup(*args, grid=(1,), **kwargs)
             _RESIDENT_CACHE[key] = _resident_per_sm(compiled, kwargs["num_warps"], device)
         per_sm = min(per_sm, _RESIDENT_CACHE[key])
+        if n_segments > per_sm * _sm_count(device):
+            raise _RowOutgrowsGrid(f"{n_segments} segments a row, {per_sm * _sm_count(device)} programs at once")
     grid = per_sm * _sm_count(device) // n_segments * n_segments
     return max(n_segments, min(n_items, grid))
 
@@ -2224,7 +2232,15 @@ def _backward_align(dx, y, dy) -> int:
 
 
 def _run_forward_plan(y, x, plan, align):
-    """Launch plan's path for the forward."""
+    """Launch plan's path for the forward; rows longer than its grid holds at once take OUTGROWN_FORWARD_PLAN."""
+    try:
+        _launch_forward_path(y, x, plan, align)
+    except _RowOutgrowsGrid:
+        _launch_forward_path(y, x, OUTGROWN_FORWARD_PLAN, align)
+
+
+def _launch_forward_path(y, x, plan, align):
+    """Launch plan's path for the forward (_RowOutgrowsGrid, before any launch, where its grid cannot hold a row)."""
     n_rows, n_cols = x.shape
     log2 = _log2_exp(x)
     if plan.path == "rows":
@@ -2253,7 +2269,15 @@ def _run_forward_plan(y, x, plan, align):
 
 
 def _run_backward_plan(dx, y, dy, plan, align):
-    """Launch plan's path for the backward."""
+    """Launch plan's path for the backward; rows longer than its grid holds at once take OUTGROWN_BACKWARD_PLAN."""
+    try:
+        _launch_backward_path(dx, y, dy, plan, align)
+    except _RowOutgrowsGrid:
+        _launch_backward_path(dx, y, dy, OUTGROWN_BACKWARD_PLAN, align)
+
+
+def _launch_backward_path(dx, y, dy, plan, align):
+    """Launch plan's path for the backward (_RowOutgrowsGrid, before any launch, where its grid cannot hold a row)."""
     n_rows, n_cols = y.shape
     if plan.path == "rows":
         _backward_rows(dx, y, dy, plan.rows_per_program, plan.num_warps, align)
@@ -2365,6 +2389,10 @@ def online_backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
 # up to 1M columns, whichever path the dispatcher picks for the shape (the table: one band).
 EXCHANGE_FORWARD_PLAN = Plan("forward", 1048576, 0, 0, "exchange", 0, 4096, 8, 4)
 EXCHANGE_BACKWARD_PLAN = Plan("backward", 1048576, 0, 0, "exchange", 0, 4096, 8, 2)
+# Rows longer than any persistent grid of the table holds at once (fp32: about 8M columns; round 159) run on the online
+# path, one program a row in two passes over it, which never waits on another program: slower, but right.
+OUTGROWN_FORWARD_PLAN = Plan("forward", math.inf, 0, 0, "online", 0, ONLINE_BLOCK_SIZE, 8, 1)
+OUTGROWN_BACKWARD_PLAN = Plan("backward", math.inf, 0, 0, "online", 0, 8192, 32, 1)
 
 
 def exchange_forward(x: torch.Tensor) -> torch.Tensor:

@@ -42,4 +42,20 @@ if __name__ == "__main__":
         results.append(line)
         del args, ref
         torch.cuda.empty_cache()
+    # the cold path of stream and tile-stream on rows the grid holds: every program computes its siblings' partials
+    # from global memory (max_polls 0), as a row outgrowing the grid made them do
+    sm._max_polls = lambda: 0
+    for op, n in (("backward", 1 << 20), ("forward", 1 << 20), ("backward", 262144), ("forward", 262144)):
+        case = backward_case if op == "backward" else forward_case
+        m, args, moved, ref, scale = case(n, "float32")
+        plan = sm._select_plan(op, m, n, 4, args[0].device, 4, False)
+        out = torch.empty_like(args[0])
+        if op == "backward":
+            sm._launch_backward_path(out, *args, plan, 4)
+        else:
+            sm._launch_forward_path(out, *args, plan, 4)
+        line = {"op": op, "cols": n, "rows": m, "path": plan.path, "cold_path": True,
+                "passed": check(out, ref, "float32", scale)["passed"]}
+        print(line, flush=True)
+        results.append(line)
     save_results("probe_longest_rows", results)

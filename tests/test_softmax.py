@@ -1172,3 +1172,34 @@ def test_public_import_is_the_function_even_after_the_module_is_imported():
     from kernels import softmax as public
 
     assert callable(public) and public is sm.softmax
+
+
+def test_a_row_outgrowing_its_grid_takes_the_online_path(monkeypatch):
+    """Where a persistent path's grid cannot hold a row's segments at once (_RowOutgrowsGrid, raised before any launch;
+    round 159), the dispatcher runs the row on OUTGROWN_*_PLAN's online kernels instead, and the output is right."""
+    paths = []
+    launch_forward, launch_backward = sm._launch_forward_path, sm._launch_backward_path
+
+    def outgrown(plan):
+        """Raise for every path but online, after noting which was asked for."""
+        paths.append(plan.path)
+        if plan.path != "online":
+            raise sm._RowOutgrowsGrid("too long")
+
+    monkeypatch.setattr(sm, "_launch_forward_path",
+                        lambda y, x, plan, align: (outgrown(plan), launch_forward(y, x, plan, align)))
+    monkeypatch.setattr(sm, "_launch_backward_path",
+                        lambda dx, y, dy, plan, align: (outgrown(plan), launch_backward(dx, y, dy, plan, align)))
+    x = make_input((3, 5000), torch.float32)
+    tile_stream = sm.Plan("forward", math.inf, 0, 0, "tile-stream", 2, 0, 32, 1, 0, 16384)
+    y = torch.empty_like(x)
+    sm._run_forward_plan(y, x, tile_stream, 4)
+    torch.testing.assert_close(y.double(), torch.softmax(x.double(), -1), atol=1e-6, rtol=1e-5)
+    dy = make_input((3, 5000), torch.float32, seed=1)
+    stream = sm.Plan("backward", math.inf, 0, 4, "stream", 0, 8192, 32, 1, 1, 262144)
+    dx = torch.empty_like(x)
+    sm._run_backward_plan(dx, y, dy, stream, 4)
+    expected = y.double() * (dy.double() - (y.double() * dy.double()).sum(-1, keepdim=True))
+    torch.testing.assert_close(dx.double(), expected, atol=1e-6, rtol=1e-5)
+    assert paths == ["tile-stream", "online", "stream", "online"]
+    assert sm.OUTGROWN_FORWARD_PLAN.path == sm.OUTGROWN_BACKWARD_PLAN.path == "online"
