@@ -458,6 +458,16 @@ def _await_row(slots_ptr, row, n_chunks, max_polls, CHUNKS_BLOCK: tl.constexpr, 
 
 
 @triton.jit
+def _anywhere(flag):
+    """Whether flag is set in any thread of the program: one value for all of them. A slot read by every warp on
+    its own can read 0 in one warp and the published partial in another while a sibling publishes, and a branch on
+    it would split the warps around the barriers of the partials' reductions (round 160: the cold paths of the
+    stream kernels gave wrong outputs when forced; gluon_softmax._anywhere fixed the same in round 104). The max
+    spans all threads (1,024 lanes: one or more a thread at up to 32 warps), through shared memory."""
+    return tl.max(tl.zeros([1024], tl.int32) + flag.to(tl.int32), axis=0) > 0
+
+
+@triton.jit
 def _combine_partials(packed, in_row, LOG2: tl.constexpr = False):
     """(row max, 1 / row sum of exp(x - max)) from a row's published (max, sum) partials; with LOG2
     the maxima are scaled by log2(e) (see LOG2E) and so is the row max returned."""
@@ -499,14 +509,13 @@ def _exchange_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, out
             # their partials from the input and publish them, so later siblings need not
             for sibling in range(0, n_chunks):
                 slot = slots_ptr + row * n_chunks + sibling
-                if tl.load(slot, volatile=True) == 0:
+                if _anywhere(tl.load(slot, volatile=True) == 0):
                     s_offsets, s_cols, s_interior = _chunk_layout(row_start, sibling, n_cols, BLOCK_SIZE, VEC)
                     s_x = _load_chunk(input_ptr, s_offsets, s_cols, n_cols, s_interior,
                                       float("-inf")).to(tl.float32)
                     s_max, s_sum = _chunk_max_sum(s_x)
                     tl.atomic_xchg(slot, _pack(s_max, s_sum), sem="relaxed")
-            packed = tl.load(slots_ptr + row * n_chunks + tl.arange(0, CHUNKS_BLOCK), mask=in_row,
-                             other=-1, volatile=True)
+            packed = _await_row(slots_ptr, row, n_chunks, 1 << 30, CHUNKS_BLOCK)[0]
             # re-read our chunk rather than keep it live across this loop: no spills
             x = _load_chunk(input_ptr, offsets, cols, n_cols, interior, float("-inf")).to(tl.float32)
         row_max, inv_row_sum = _combine_partials(packed, in_row)
@@ -634,7 +643,7 @@ def _exchange_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, slots_ptr,
             # siblings not running: compute and publish their dots from y and dy
             for sibling in range(0, n_chunks):
                 slot = slots_ptr + row * n_chunks + sibling
-                if tl.load(slot, volatile=True) == 0:
+                if _anywhere(tl.load(slot, volatile=True) == 0):
                     s_offsets, s_cols, s_interior = _chunk_layout(row64 * output_row_stride, sibling,
                                                                   n_cols, BLOCK_SIZE, VEC)
                     if VEC == 1:
@@ -646,8 +655,7 @@ def _exchange_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, slots_ptr,
                     s_dy = _load_chunk(grad_output_ptr, s_dy_offsets, s_cols, n_cols, s_interior, 0.0)
                     s_dot = tl.sum(s_y.to(tl.float32) * s_dy.to(tl.float32), axis=0)
                     tl.atomic_xchg(slot, _pack(tl.full((), 1.0, tl.float32), s_dot), sem="relaxed")
-            packed = tl.load(slots_ptr + row * n_chunks + tl.arange(0, CHUNKS_BLOCK), mask=in_row,
-                             other=-1, volatile=True)
+            packed = _await_row(slots_ptr, row, n_chunks, 1 << 30, CHUNKS_BLOCK)[0]
             # re-read our chunks rather than keep them live across this loop: no spills
             y = _load_chunk(output_ptr, y_offsets, cols, n_cols, interior, 0.0).to(tl.float32)
             dy = _load_chunk(grad_output_ptr, dy_offsets, cols, n_cols, interior, 0.0).to(tl.float32)
@@ -786,14 +794,13 @@ def _stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, slots_ptr, g
                 # siblings not running: compute and publish their dots from y and dy
                 for sibling in range(0, n_segments):
                     slot = slots_ptr + row * n_segments + sibling
-                    if tl.load(slot, volatile=True) == 0:
+                    if _anywhere(tl.load(slot, volatile=True) == 0):
                         s_first = sibling * blocks_per_segment
                         s_dot = _segment_dot(output_ptr, grad_output_ptr, y_base, dy_base, first_col, n_cols,
                                              n_blocks, s_first, tl.minimum(s_first + blocks_per_segment, n_blocks),
                                              BLOCK_SIZE, NUM_STAGES)
                         tl.atomic_xchg(slot, _pack(tl.full((), 1.0, tl.float32), s_dot), sem="relaxed")
-                packed = tl.load(slots_ptr + row * n_segments + tl.arange(0, SEGMENTS_BLOCK), mask=in_row,
-                                 other=-1, volatile=True)
+                packed = _await_row(slots_ptr, row, n_segments, 1 << 30, SEGMENTS_BLOCK)[0]
             row_dot = tl.sum(tl.where(in_row, _unpack(packed)[1], 0.0), axis=0)
         lo = tl.maximum(first_block, 1)
         hi = tl.minimum(end_block, n_blocks - 1)
@@ -1018,14 +1025,13 @@ def _row_partials(input_ptr, slots_ptr, in_base, first_col, n_cols, n_blocks, ro
     if n_missing > 0:
         for sibling in range(0, n_segments):
             slot = slots_ptr + row * n_segments + sibling
-            if tl.load(slot, volatile=True) == 0:
+            if _anywhere(tl.load(slot, volatile=True) == 0):
                 s_first = sibling * blocks_per_segment
                 s_max, s_sum = _tile_segment_max_sum(input_ptr, in_base, first_col, n_cols, n_blocks, s_first,
                                                      tl.minimum(s_first + blocks_per_segment, n_blocks),
                                                      TILE_ROWS, VEC, UNROLL, LOG2)
                 tl.atomic_xchg(slot, _pack(s_max, s_sum), sem="relaxed")
-        packed = tl.load(slots_ptr + row * n_segments + tl.arange(0, SEGMENTS_BLOCK), mask=in_row,
-                         other=-1, volatile=True)
+        packed = _await_row(slots_ptr, row, n_segments, 1 << 30, SEGMENTS_BLOCK)[0]
     return packed, in_row
 
 

@@ -636,6 +636,30 @@ def test_rows_outgrowing_every_grid_match_float64(op):
                                atol=atol_fraction * expected.abs().max().item())
 
 
+# The cold paths of the Triton kernels that exchange partials (round 160): with max_polls 0 every program computes its
+# siblings' partials from global memory at once, while they publish theirs. Before the decision spanned the warps,
+# stream and tile-stream gave wrong outputs so at 262,144 and 1M columns on an H100.
+@on_hopper
+@pytest.mark.parametrize("op,n_rows,n_cols", [("forward", 128, 1 << 20), ("backward", 128, 1 << 20),
+                                              ("forward", 512, 262144), ("backward", 512, 262144)], ids=str)
+def test_stream_cold_paths_match_float64(op, n_rows, n_cols, monkeypatch):
+    monkeypatch.setattr(sm, "_max_polls", lambda: 0)
+    plan = sm._select_plan(op, n_rows, n_cols, 4, DEVICE, 4, False)
+    assert plan.path in ("stream", "tile-stream"), plan
+    if op == "forward":
+        x = long_rows(n_rows, n_cols, seed=11)
+        y = torch.empty_like(x)
+        sm._launch_forward_path(y, x, plan, 4)
+        torch.testing.assert_close(y.double(), torch.softmax(x.double(), -1), atol=ATOL, rtol=RTOL)
+        return
+    y, dy = backward_operands(n_rows, n_cols, torch.float32, seed=11)
+    dx = torch.empty_like(y)
+    sm._launch_backward_path(dx, y, dy, plan, 4)
+    expected = grad_from_output(y, dy)
+    atol_fraction, rtol = BACKWARD_TOL[torch.float32]
+    torch.testing.assert_close(dx.double(), expected, rtol=rtol, atol=atol_fraction * expected.abs().max().item())
+
+
 # Register tiles (round 154) on either GPU: rows of many segments, with more items than programs (40 x 1M fp32) and
 # without; a last segment shorter than the registers' block (593,920: one tile); 2-byte elements in the block (bf16);
 # siblings waited for, and none (max_polls 0: every program computes the others' dots from global memory).
