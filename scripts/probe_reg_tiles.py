@@ -239,36 +239,14 @@ if __name__ == "__main__":
     warm_up_gpu()
     print(torch.cuda.get_device_name(), flush=True)
     results: list = []
-    if sys.argv[1:] == ["ahead"]:
-        for variant in AHEAD_VARIANTS:
-            ab_trials("backward, %d register tiles + %d slots of 16 KB, %d vectors x %d warps, even %s, ahead %s"
-                      % variant, reg_backward(*variant), AHEAD_SHAPES, results, baseline=sm.softmax_backward,
-                      trials=3, case=backward_case)
-        save_results("probe_reg_tiles", results)
-        raise SystemExit(0)
-    if sys.argv[1:] == ["long"]:
-        for variant in [(4, 7, 4, 8), (2, 7, 4, 8)]:
-            ab_trials("backward, %d register tiles + %d slots of 16 KB, %d vectors x %d warps" % variant,
-                      reg_backward(*variant), LONG_SHAPES, results, baseline=sm.softmax_backward, trials=3,
-                      case=backward_case)
-        save_results("probe_reg_tiles", results)
-        raise SystemExit(0)
-    if sys.argv[1:] == ["unseen"]:
-        for variant in [(2, 7, 4, 8), (4, 7, 4, 8)]:
-            ab_trials("backward, %d register tiles + %d slots of 16 KB, %d vectors x %d warps" % variant,
-                      reg_backward(*variant), UNSEEN_SHAPES, results, baseline=sm.softmax_backward, trials=3,
-                      case=backward_case)
-        save_results("probe_reg_tiles", results)
-        raise SystemExit(0)
-    if sys.argv[1:] == ["even"]:
-        for variant in EVEN_VARIANTS:
-            ab_trials("backward, %d register tiles + %d slots of 16 KB, %d vectors x %d warps, even %s" % variant,
-                      reg_backward(*variant), EVEN_SHAPES, results, baseline=sm.softmax_backward, trials=3,
-                      case=backward_case)
-        save_results("probe_reg_tiles", results)
-        raise SystemExit(0)
-    for variant in VARIANTS:
-        ab_trials("backward, %d register tiles + %d slots of 16 KB, %d vectors x %d warps" % variant,
-                  reg_backward(*variant), SHAPES, results, baseline=sm.softmax_backward, trials=3,
+    # mode: (variants, shapes); a variant is reg_backward's arguments: register tiles, slots, vectors, warps[, even[,
+    # ahead]]
+    modes = {"": (VARIANTS, SHAPES), "even": (EVEN_VARIANTS, EVEN_SHAPES), "ahead": (AHEAD_VARIANTS, AHEAD_SHAPES),
+             "unseen": ([(2, 7, 4, 8), (4, 7, 4, 8)], UNSEEN_SHAPES), "long": ([(4, 7, 4, 8), (2, 7, 4, 8)], LONG_SHAPES)}
+    variants, shapes = modes[" ".join(sys.argv[1:])]
+    for variant in variants:
+        label = "backward, %d register tiles + %d slots of 16 KB, %d vectors x %d warps" % variant[:4]
+        label += "".join(f", {name} {value}" for name, value in zip(("even", "ahead"), variant[4:]))
+        ab_trials(label, reg_backward(*variant), shapes, results, baseline=sm.softmax_backward, trials=3,
                   case=backward_case)
     save_results("probe_reg_tiles", results)

@@ -596,11 +596,17 @@ def test_tma_stream_backward_matches_float64(n_rows, n_cols, dtype, expect_tma):
                                                  (1000, 131072, torch.bfloat16), (2, 1 << 20, torch.float32)], ids=str)
 def test_backward_on_six_programs_matches_float64(n_rows, n_cols, dtype):
     y, dy = backward_operands(n_rows, n_cols, dtype, seed=5)
+    backward_launch_checked(y, dy, 4, 4, 32768, programs_per_sm=6)
+
+
+def backward_launch_checked(y, dy, vectors_per_thread, num_warps, segment_bytes, **launch) -> None:
+    """gs.tma_stream_backward of (y, dy) against float64 on every element, with siblings waited for and with none
+    (max_polls 0: every program computes the others' dots from global memory)."""
     expected = grad_from_output(y, dy)
-    atol_fraction, rtol = BACKWARD_TOL[dtype]
+    atol_fraction, rtol = BACKWARD_TOL[y.dtype]
     for max_polls in (sm._max_polls(), 0):
         dx = torch.empty_like(y)
-        gs.tma_stream_backward(dx, y, dy, 4, 4, 32768, max_polls, programs_per_sm=6)
+        gs.tma_stream_backward(dx, y, dy, vectors_per_thread, num_warps, segment_bytes, max_polls, **launch)
         torch.testing.assert_close(dx.double(), expected, rtol=rtol, atol=atol_fraction * expected.abs().max().item())
 
 
@@ -674,13 +680,7 @@ def test_stream_cold_paths_match_float64(op, n_rows, n_cols, monkeypatch):
 @pytest.mark.parametrize("n_rows,n_cols,dtype", [(2, 1 << 20, torch.float32), (40, 1 << 20, torch.float32),
                                                  (5, 593920, torch.float32), (3, 1 << 20, torch.bfloat16)], ids=str)
 def test_backward_with_register_tiles_matches_float64(n_rows, n_cols, dtype):
-    y, dy = backward_operands(n_rows, n_cols, dtype, seed=8)
-    expected = grad_from_output(y, dy)
-    atol_fraction, rtol = BACKWARD_TOL[dtype]
-    for max_polls in (sm._max_polls(), 0):
-        dx = torch.empty_like(y)
-        gs.tma_stream_backward(dx, y, dy, 4, 8, gs.SEGMENT_BYTES, max_polls, register_tiles=2)
-        torch.testing.assert_close(dx.double(), expected, rtol=rtol, atol=atol_fraction * expected.abs().max().item())
+    backward_launch_checked(*backward_operands(n_rows, n_cols, dtype, seed=8), 4, 8, gs.SEGMENT_BYTES, register_tiles=2)
 
 
 @on_hopper
