@@ -549,10 +549,12 @@ VIEW_ROW_BYTES = (512, 256)
 
 def _view_width(x: torch.Tensor) -> int:
     """Elements a row of the descriptor's view of x (0: no view row width divides it)."""
-    for row_bytes in VIEW_ROW_BYTES:
-        if x.numel() % (row_bytes // x.element_size()) == 0:
-            return row_bytes // x.element_size()
-    return 0
+    return _view_width_of(x.numel(), x.element_size())
+
+
+def _view_width_of(numel: int, elem_bytes: int) -> int:
+    """The widest view row, in elements, of VIEW_ROW_BYTES dividing numel elements (0: none does)."""
+    return next((row_bytes // elem_bytes for row_bytes in VIEW_ROW_BYTES if numel % (row_bytes // elem_bytes) == 0), 0)
 
 
 def _tma_readable(x: torch.Tensor) -> bool:
@@ -673,11 +675,8 @@ def _cut(n_rows: int, n_cols: int, tile: int, segment_bytes: int, elem_bytes: in
 def _forward_width(n_rows: int, n_cols: int, elem_bytes: int) -> int:
     """The forward's view row width: the widest of VIEW_ROW_BYTES dividing the tensor for rows of whole 16-byte
     vectors, else (rows with loose elements) the first."""
-    if n_cols % (16 // elem_bytes) == 0:
-        for row_bytes in VIEW_ROW_BYTES:
-            if n_rows * n_cols % (row_bytes // elem_bytes) == 0:
-                return row_bytes // elem_bytes
-    return VIEW_ROW_BYTES[0] // elem_bytes
+    whole = _view_width_of(n_rows * n_cols, elem_bytes) if n_cols % (16 // elem_bytes) == 0 else 0
+    return whole or VIEW_ROW_BYTES[0] // elem_bytes
 
 
 def fits_grid(op: str, n_rows: int, n_cols: int, elem_bytes: int, vectors_per_thread: int, num_warps: int,
