@@ -462,7 +462,9 @@ def _anywhere(flag):
     """Whether flag is set in any thread of the program: one value for all of them. A slot read by every warp on
     its own can read 0 in one warp and the published partial in another while a sibling publishes, and a branch on
     it would split the warps around the barriers of the partials' reductions (round 160: the cold paths of the
-    stream kernels gave wrong outputs when forced; gluon_softmax._anywhere fixed the same in round 104). The max
+    stream kernels gave wrong outputs when forced; gluon_softmax._anywhere fixed the same in round 104). The same
+    holds for _await_row's n_missing: a slot vector narrower than the program is re-read by each warp on its own,
+    and its sum is each warp's own (round 162), so the cold paths' entries take it through here too. The max
     spans all threads (1,024 lanes: one or more a thread at up to 32 warps), through shared memory."""
     return tl.max(tl.zeros([1024], tl.int32) + flag.to(tl.int32), axis=0) > 0
 
@@ -504,7 +506,7 @@ def _exchange_fwd_kernel(output_ptr, input_ptr, slots_ptr, input_row_stride, out
         # never 0: a finite max has sum >= 1, and -inf's bits are not 0
         tl.atomic_xchg(slots_ptr + item, _pack(chunk_max, chunk_sum), sem="relaxed")
         packed, n_missing, in_row = _await_row(slots_ptr, row, n_chunks, max_polls, CHUNKS_BLOCK)
-        if n_missing > 0:
+        if _anywhere(n_missing > 0):
             # siblings not running (not co-resident, or the sequential interpreter): compute
             # their partials from the input and publish them, so later siblings need not
             for sibling in range(0, n_chunks):
@@ -639,7 +641,7 @@ def _exchange_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, slots_ptr,
         # the upper word 1.0 makes the slot non-zero whatever the dot
         tl.atomic_xchg(slots_ptr + item, _pack(tl.full((), 1.0, tl.float32), tl.sum(y * dy, axis=0)), sem="relaxed")
         packed, n_missing, in_row = _await_row(slots_ptr, row, n_chunks, max_polls, CHUNKS_BLOCK)
-        if n_missing > 0:
+        if _anywhere(n_missing > 0):
             # siblings not running: compute and publish their dots from y and dy
             for sibling in range(0, n_chunks):
                 slot = slots_ptr + row * n_chunks + sibling
@@ -790,7 +792,7 @@ def _stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, slots_ptr, g
             # the upper word 1.0 makes the slot non-zero whatever the dot
             tl.atomic_xchg(slots_ptr + item, _pack(tl.full((), 1.0, tl.float32), row_dot), sem="relaxed")
             packed, n_missing, in_row = _await_row(slots_ptr, row, n_segments, max_polls, SEGMENTS_BLOCK, POLL_SLEEP)
-            if n_missing > 0:
+            if _anywhere(n_missing > 0):
                 # siblings not running: compute and publish their dots from y and dy
                 for sibling in range(0, n_segments):
                     slot = slots_ptr + row * n_segments + sibling
@@ -1022,7 +1024,7 @@ def _row_partials(input_ptr, slots_ptr, in_base, first_col, n_cols, n_blocks, ro
     any still missing after max_polls re-reads is computed here from the input and published, so that
     later siblings find it (see _await_row)."""
     packed, n_missing, in_row = _await_row(slots_ptr, row, n_segments, max_polls, SEGMENTS_BLOCK, SLEEP_NS)
-    if n_missing > 0:
+    if _anywhere(n_missing > 0):
         for sibling in range(0, n_segments):
             slot = slots_ptr + row * n_segments + sibling
             if _anywhere(tl.load(slot, volatile=True) == 0):

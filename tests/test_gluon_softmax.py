@@ -642,19 +642,14 @@ def test_rows_outgrowing_every_grid_match_float64(op):
                                atol=atol_fraction * expected.abs().max().item())
 
 
-# The cold paths of the Triton kernels that exchange partials (round 160): with max_polls 0 every program computes its
-# siblings' partials from global memory at once, while they publish theirs. Before the decision spanned the warps,
-# stream and tile-stream gave wrong outputs so at 262,144 and 1M columns on an H100; since, the stream backward's are
-# right there, and tile-stream's forward is still wrong (round 161; the dispatcher reaches it only where a grid is not
-# co-resident: strict, so that a fix shows).
-TILE_STREAM_COLD_PATH = pytest.mark.xfail(strict=True, reason="tile-stream's forward cold path gives wrong outputs on "
-                                          "an H100 (round 161, cause not found)")
-
-
+# The cold paths of the Triton kernels that exchange partials (rounds 160-162): with max_polls 0 every program computes
+# its siblings' partials from global memory at once, while they publish theirs. Stream and tile-stream gave wrong
+# outputs so at 262,144 and 1M columns on both GPUs, with more items than programs: each warp entered the cold path on
+# its own read of the slots (and, before round 161, chose each sibling so), and the warps met at the wrong barriers.
+# Exchange (4,096 and 32,768 columns: 1 and 8 chunks a row, many items a program) has the same entry.
 @on_hopper
-@pytest.mark.parametrize("op,n_rows,n_cols", [
-    pytest.param("forward", 128, 1 << 20, marks=TILE_STREAM_COLD_PATH), ("backward", 128, 1 << 20),
-    pytest.param("forward", 512, 262144, marks=TILE_STREAM_COLD_PATH), ("backward", 512, 262144)], ids=str)
+@pytest.mark.parametrize("op,n_rows,n_cols", [("forward", 128, 1 << 20), ("backward", 128, 1 << 20),
+                                              ("forward", 512, 262144), ("backward", 512, 262144)], ids=str)
 def test_stream_cold_paths_match_float64(op, n_rows, n_cols, monkeypatch):
     monkeypatch.setattr(sm, "_max_polls", lambda: 0)
     plan = sm._select_plan(op, n_rows, n_cols, 4, DEVICE, 4, False)
@@ -671,6 +666,19 @@ def test_stream_cold_paths_match_float64(op, n_rows, n_cols, monkeypatch):
     expected = grad_from_output(y, dy)
     atol_fraction, rtol = BACKWARD_TOL[torch.float32]
     torch.testing.assert_close(dx.double(), expected, rtol=rtol, atol=atol_fraction * expected.abs().max().item())
+
+
+@on_hopper
+@pytest.mark.parametrize("n_rows,n_cols", [(8192, 4096), (2048, 32768)], ids=str)
+def test_exchange_cold_paths_match_float64(n_rows, n_cols, monkeypatch):
+    monkeypatch.setattr(sm, "_max_polls", lambda: 0)
+    x = long_rows(n_rows, n_cols, seed=12)
+    torch.testing.assert_close(sm.exchange_forward(x).double(), torch.softmax(x.double(), -1), atol=ATOL, rtol=RTOL)
+    y, dy = backward_operands(n_rows, n_cols, torch.float32, seed=12)
+    expected = grad_from_output(y, dy)
+    atol_fraction, rtol = BACKWARD_TOL[torch.float32]
+    torch.testing.assert_close(sm.exchange_backward(y, dy).double(), expected, rtol=rtol,
+                               atol=atol_fraction * expected.abs().max().item())
 
 
 # Register tiles (round 154) on either GPU: rows of many segments, with more items than programs (40 x 1M fp32) and
