@@ -2048,8 +2048,13 @@ _RESIDENT_CACHE: dict = {}
 
 class _RowOutgrowsGrid(Exception):
     """A row's segments outnumber the programs that run at once: its waits would be on siblings that are not running.
-    Round 159: the H100's stream backward and tile-stream forward gave wrong outputs at 8M-16M fp32 columns that way
-    (and ran 30-160x slower); raised before any launch, so the dispatcher runs the row on the online path instead."""
+    Round 159: the H100's stream backward and tile-stream forward ran 30-160x slower at 8M-16M fp32 columns that way
+    (and, before round 162, gave wrong outputs). Raised before any launch, with the programs that do run at once, so
+    that the dispatcher can cut the row into no more segments than that (_run_forward_plan)."""
+
+    def __init__(self, n_segments: int, programs: int):
+        super().__init__(f"{n_segments} segments a row, {programs} programs at once")
+        self.programs = programs
 
 
 def _persistent_programs(kernel, args, kwargs, n_items, n_segments, programs_per_sm, device) -> int:
@@ -2066,7 +2071,7 @@ def _persistent_programs(kernel, args, kwargs, n_items, n_segments, programs_per
             _RESIDENT_CACHE[key] = _resident_per_sm(compiled, kwargs["num_warps"], device)
         per_sm = min(per_sm, _RESIDENT_CACHE[key])
         if n_segments > per_sm * _sm_count(device):
-            raise _RowOutgrowsGrid(f"{n_segments} segments a row, {per_sm * _sm_count(device)} programs at once")
+            raise _RowOutgrowsGrid(n_segments, per_sm * _sm_count(device))
     grid = per_sm * _sm_count(device) // n_segments * n_segments
     return max(n_segments, min(n_items, grid))
 
@@ -2086,6 +2091,15 @@ def _stream_segments(n_cols, elem_bytes, block_size, segment_bytes, align, vec, 
     if EVEN_SEGMENTS:  # as many segments, as even as whole blocks allow (13 blocks: 7 + 6, not 8 + 5)
         blocks_per_segment = triton.cdiv(max_blocks, n_segments)
     return n_segments, blocks_per_segment
+
+
+def _capped_segments(n_segments, blocks_per_segment, n_blocks, max_segments=0):
+    """(n_segments, blocks_per_segment), cut again into at most max_segments (0: no cap) segments of a row of
+    n_blocks blocks where it has more: each a longer run of whole blocks."""
+    if not max_segments or n_segments <= max_segments:
+        return n_segments, blocks_per_segment
+    blocks_per_segment = triton.cdiv(n_blocks, max_segments)
+    return triton.cdiv(n_blocks, blocks_per_segment), blocks_per_segment
 
 
 def _few_rows_segment(segment_bytes: float, n_rows: int, row_bytes: int, n_programs: int) -> float:
@@ -2160,9 +2174,10 @@ def _grid_fill(n_rows: int, n_blocks: int, n_segments: int, blocks_per_segment: 
 
 
 def _tile_stream_layout(y, x, vectors_per_thread, num_warps, programs_per_sm, segment_bytes, align,
-                        shorter_segment_bytes=0):
+                        shorter_segment_bytes=0, max_segments=0):
     """(vec, tile_rows, line, n_segments, blocks_per_segment) of a tile-stream forward from x into y: segments of
-    segment_bytes, or of shorter_segment_bytes where they fill the grid SHORTER_SEGMENT_GAIN better (_grid_fill)."""
+    segment_bytes, or of shorter_segment_bytes where they fill the grid SHORTER_SEGMENT_GAIN better (_grid_fill), and
+    at most max_segments a row (0: no cap; _capped_segments)."""
     n_rows, n_cols = x.shape
     vec = _exchange_vec(x.element_size(), x, y)
     tile_rows = 32 * num_warps * vectors_per_thread
@@ -2175,24 +2190,25 @@ def _tile_stream_layout(y, x, vectors_per_thread, num_warps, programs_per_sm, se
                                 line)
 
     segments = cut(segment_bytes)
+    n_blocks = _row_blocks(n_cols, tile_rows * vec, align, vec, line)
     if shorter_segment_bytes:
         shorter = cut(shorter_segment_bytes)
-        n_blocks = _row_blocks(n_cols, tile_rows * vec, align, vec, line)
         if (_grid_fill(n_rows, n_blocks, *shorter, n_programs)
                 >= SHORTER_SEGMENT_GAIN * _grid_fill(n_rows, n_blocks, *segments, n_programs)):
             segments = shorter
-    return vec, tile_rows, line, *segments
+    return vec, tile_rows, line, *_capped_segments(*segments, n_blocks, max_segments)
 
 
 def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, segment_bytes, align, unroll=1,
                          log2=False, wait_prefetch=None, one_warp_from=0, kernel=None, vector_edges=None,
-                         shorter_segment_bytes=0):
+                         shorter_segment_bytes=0, max_segments=0):
     """Launch the tile-stream forward (or a probe's copy of its kernel) on a persistent grid of (row, segment)
-    items."""
+    items, at most max_segments a row (0: no cap)."""
     kernel = kernel or _tile_stream_fwd_kernel
     n_rows, n_cols = x.shape
     vec, tile_rows, line, n_segments, blocks_per_segment = _tile_stream_layout(
-        y, x, vectors_per_thread, num_warps, programs_per_sm, segment_bytes, align, shorter_segment_bytes)
+        y, x, vectors_per_thread, num_warps, programs_per_sm, segment_bytes, align, shorter_segment_bytes,
+        max_segments)
     slots = torch.zeros(n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=x.device)
     args = (y, x, slots, x.stride(0), y.stride(0), n_rows, n_cols, n_segments, blocks_per_segment, _max_polls())
     maxnreg = min(255, 65536 // (programs_per_sm * num_warps * 32) // 8 * 8)
@@ -2208,15 +2224,17 @@ def _forward_tile_stream(y, x, vectors_per_thread, num_warps, programs_per_sm, s
 
 
 def _backward_stream(dx, y, dy, block_size, num_warps, programs_per_sm, num_stages, segment_bytes, align,
-                     one_warp_from=0, slot_lanes=16, maxnreg=0):
-    """Launch the two-HBM-pass streaming backward on a persistent grid of (row, segment) items."""
+                     one_warp_from=0, slot_lanes=16, maxnreg=0, max_segments=0):
+    """Launch the two-HBM-pass streaming backward on a persistent grid of (row, segment) items, at most max_segments
+    a row (0: no cap)."""
     n_rows, n_cols = y.shape
     vec = _exchange_vec(y.element_size(), dx, y, dy)
     line = _line_bases(vec, block_size, dx, y, dy)
     segment_bytes = _few_rows_segment(segment_bytes, n_rows, n_cols * 2 * y.element_size(),
                                       programs_per_sm * _sm_count(y.device))
-    n_segments, blocks_per_segment = _stream_segments(n_cols, 2 * y.element_size(), block_size, segment_bytes,
-                                                      align, vec, line)
+    n_segments, blocks_per_segment = _capped_segments(
+        *_stream_segments(n_cols, 2 * y.element_size(), block_size, segment_bytes, align, vec, line),
+        _row_blocks(n_cols, block_size, align, vec, line), max_segments)
     slots = torch.zeros(n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=y.device)
     args = (dx, y, dy, slots, dx.stride(0), y.stride(0), dy.stride(0), n_rows, n_cols, n_segments,
             blocks_per_segment, _max_polls())
@@ -2239,16 +2257,30 @@ def _backward_align(dx, y, dy) -> int:
     return _vector_align(y.element_size(), y.shape[1], dx.stride(0), y.stride(0), dy.stride(0))
 
 
+def _launched(launch) -> bool:
+    """Whether launch() launched: False where it raised _RowOutgrowsGrid, which it does before any launch."""
+    try:
+        launch()
+    except _RowOutgrowsGrid:
+        return False
+    return True
+
+
 def _run_forward_plan(y, x, plan, align):
-    """Launch plan's path for the forward; rows longer than its grid holds at once take OUTGROWN_FORWARD_PLAN."""
+    """Launch plan's path for the forward. A row longer than its grid holds at once is cut into as many segments as
+    run at once where the path streams its segments from global memory (tile-stream: they may be any length), and
+    takes OUTGROWN_FORWARD_PLAN where it cannot be (round 163)."""
     try:
         _launch_forward_path(y, x, plan, align)
-    except _RowOutgrowsGrid:
-        _launch_forward_path(y, x, OUTGROWN_FORWARD_PLAN, align)
+    except _RowOutgrowsGrid as outgrown:
+        if not (plan.path == "tile-stream"
+                and _launched(lambda: _launch_forward_path(y, x, plan, align, outgrown.programs))):
+            _launch_forward_path(y, x, OUTGROWN_FORWARD_PLAN, align)
 
 
-def _launch_forward_path(y, x, plan, align):
-    """Launch plan's path for the forward (_RowOutgrowsGrid, before any launch, where its grid cannot hold a row)."""
+def _launch_forward_path(y, x, plan, align, max_segments=0):
+    """Launch plan's path for the forward (_RowOutgrowsGrid, before any launch, where its grid cannot hold a row);
+    max_segments caps a tile-stream row's segments (0: no cap)."""
     n_rows, n_cols = x.shape
     log2 = _log2_exp(x)
     if plan.path == "rows":
@@ -2273,19 +2305,23 @@ def _launch_forward_path(y, x, plan, align):
     else:
         _forward_tile_stream(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm, plan.segment_bytes,
                              align, plan.unroll, log2, one_warp_from=plan.one_warp_from,
-                             shorter_segment_bytes=plan.shorter_segment_bytes)
+                             shorter_segment_bytes=plan.shorter_segment_bytes, max_segments=max_segments)
 
 
 def _run_backward_plan(dx, y, dy, plan, align):
-    """Launch plan's path for the backward; rows longer than its grid holds at once take OUTGROWN_BACKWARD_PLAN."""
+    """Launch plan's path for the backward; a row longer than its grid holds at once is cut as in _run_forward_plan
+    on stream, and takes OUTGROWN_BACKWARD_PLAN where it cannot be."""
     try:
         _launch_backward_path(dx, y, dy, plan, align)
-    except _RowOutgrowsGrid:
-        _launch_backward_path(dx, y, dy, OUTGROWN_BACKWARD_PLAN, align)
+    except _RowOutgrowsGrid as outgrown:
+        if not (plan.path == "stream"
+                and _launched(lambda: _launch_backward_path(dx, y, dy, plan, align, outgrown.programs))):
+            _launch_backward_path(dx, y, dy, OUTGROWN_BACKWARD_PLAN, align)
 
 
-def _launch_backward_path(dx, y, dy, plan, align):
-    """Launch plan's path for the backward (_RowOutgrowsGrid, before any launch, where its grid cannot hold a row)."""
+def _launch_backward_path(dx, y, dy, plan, align, max_segments=0):
+    """Launch plan's path for the backward (_RowOutgrowsGrid, before any launch, where its grid cannot hold a row);
+    max_segments caps a stream row's segments (0: no cap)."""
     n_rows, n_cols = y.shape
     if plan.path == "rows":
         _backward_rows(dx, y, dy, plan.rows_per_program, plan.num_warps, align)
@@ -2302,7 +2338,7 @@ def _launch_backward_path(dx, y, dy, plan, align):
     else:
         _backward_stream(dx, y, dy, plan.block_size, plan.num_warps, plan.programs_per_sm, plan.num_stages,
                          plan.segment_bytes, align, one_warp_from=plan.one_warp_from, slot_lanes=plan.slot_lanes,
-                         maxnreg=plan.maxnreg)
+                         maxnreg=plan.maxnreg, max_segments=max_segments)
 
 
 def softmax_forward(x: torch.Tensor) -> torch.Tensor:
@@ -2397,8 +2433,9 @@ def online_backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
 # up to 1M columns, whichever path the dispatcher picks for the shape (the table: one band).
 EXCHANGE_FORWARD_PLAN = Plan("forward", 1048576, 0, 0, "exchange", 0, 4096, 8, 4)
 EXCHANGE_BACKWARD_PLAN = Plan("backward", 1048576, 0, 0, "exchange", 0, 4096, 8, 2)
-# Rows longer than any persistent grid of the table holds at once (fp32: about 8M columns; round 159) run on the online
-# path, one program a row in two passes over it, which never waits on another program: slower, but right.
+# A row that a stream path's grid cannot hold at once even cut into as many segments as run at once (which
+# _run_forward_plan and _run_backward_plan try first, round 163; a cut whose new compile runs fewer programs an SM)
+# runs on the online path, one program a row in two passes over it, which never waits on another program.
 OUTGROWN_FORWARD_PLAN = Plan("forward", math.inf, 0, 0, "online", 0, ONLINE_BLOCK_SIZE, 8, 1)
 OUTGROWN_BACKWARD_PLAN = Plan("backward", math.inf, 0, 0, "online", 0, 8192, 32, 1)
 

@@ -1,4 +1,5 @@
-"""Probe (rounds 158-159): the dispatcher on fp32 rows of 3M-16M columns, where a row may outgrow what the grid holds.
+"""Probe (rounds 158-159, 163): the dispatcher on fp32 rows of 3M-16M columns, where a row may outgrow what the grid
+holds (since round 163 cut into as many segments as run at once: the kernel launched and its segments are logged).
 
 Exploration, not evidence. A row cut into more segments than the persistent grid has programs waits on siblings that
 are not running, and each waiting program computes their partials from global memory (round 158: the H100's fp32
@@ -32,11 +33,15 @@ if __name__ == "__main__":
         case = backward_case if op == "backward" else forward_case
         m, args, moved, ref, scale = case(n, "float32")
         fn = sm.softmax_backward if op == "backward" else sm.softmax_forward
+        sm._launch_log = []
         passed = check(fn(*args), ref, "float32", scale)["passed"]
+        launched = [(getattr(kernel, "fn", kernel).__name__, kwargs.get("SEGMENTS_BLOCK"), list(grid))
+                    for kernel, _, kwargs, grid in sm._launch_log]
+        sm._launch_log = None
         tma = sm._tma_stream_eligible(args[0], op)
         plan = sm._select_plan(op, m, n, 4, args[0].device, 4, tma)
         ms = timed(fn, *args)["ms"]
-        line = {"op": op, "cols": n, "rows": m, "path": plan.path, "passed": passed, "ms": ms,
+        line = {"op": op, "cols": n, "rows": m, "path": plan.path, "launched": launched, "passed": passed, "ms": ms,
                 "gbs": moved / ms / 1e6, "copy_gbs": copy_gbs}
         print(line, flush=True)
         results.append(line)

@@ -625,21 +625,26 @@ def test_the_longest_rows_backward_matches_float64(n_cols):
                                atol=atol_fraction * expected.abs().max().item())
 
 
-# Rows longer than any persistent grid of the table holds (round 159: the H100's stream and tile-stream gave wrong
-# outputs at 8M fp32 columns) take the online path, checked on every element.
+# Rows longer than any persistent grid of the table holds in its usual segments (round 159: the H100's stream and
+# tile-stream gave wrong outputs at 8M fp32 columns, round 160 sent them to the online path): since round 163 cut into
+# as many segments as run at once on the path that streams them, not online (the launch log shows which), checked on
+# every element.
 @on_hopper
 @pytest.mark.parametrize("op", ["forward", "backward"])
-def test_rows_outgrowing_every_grid_match_float64(op):
+def test_rows_outgrowing_every_grid_match_float64(op, monkeypatch):
     n_cols = 1 << 23
+    monkeypatch.setattr(sm, "_launch_log", [])
     if op == "forward":
         x = long_rows(2, n_cols, seed=10)
         torch.testing.assert_close(sm.softmax_forward(x).double(), torch.softmax(x.double(), -1), atol=ATOL, rtol=RTOL)
-        return
-    y, dy = backward_operands(2, n_cols, torch.float32, seed=10)
-    expected = grad_from_output(y, dy)
-    atol_fraction, rtol = BACKWARD_TOL[torch.float32]
-    torch.testing.assert_close(sm.softmax_backward(y, dy).double(), expected, rtol=rtol,
-                               atol=atol_fraction * expected.abs().max().item())
+    else:
+        y, dy = backward_operands(2, n_cols, torch.float32, seed=10)
+        expected = grad_from_output(y, dy)
+        atol_fraction, rtol = BACKWARD_TOL[torch.float32]
+        torch.testing.assert_close(sm.softmax_backward(y, dy).double(), expected, rtol=rtol,
+                                   atol=atol_fraction * expected.abs().max().item())
+    kernels = [kernel for kernel, *_ in sm._launch_log]
+    assert len(kernels) == 1 and kernels[0] not in (sm._online_fwd_kernel, sm._online_bwd_kernel), kernels
 
 
 # The cold paths of the Triton kernels that exchange partials (rounds 160-162): with max_polls 0 every program computes

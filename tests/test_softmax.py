@@ -1174,22 +1174,65 @@ def test_public_import_is_the_function_even_after_the_module_is_imported():
     assert callable(public) and public is sm.softmax
 
 
-def test_a_row_outgrowing_its_grid_takes_the_online_path(monkeypatch):
-    """Where a persistent path's grid cannot hold a row's segments at once (_RowOutgrowsGrid, raised before any launch;
-    round 159), the dispatcher runs the row on OUTGROWN_*_PLAN's online kernels instead, and the output is right."""
+@pytest.mark.parametrize("n_blocks", [1, 2, 7, 40, 147, 1024, 1025])
+@pytest.mark.parametrize("max_segments", [0, 1, 6, 132, 2000])
+def test_capped_segments_cover_the_row_in_no_more_than_the_cap(n_blocks, max_segments):
+    n_segments, blocks_per_segment = sm._stream_segments(n_blocks * 128, 4, 128, 512, 4, 4)
+    capped, per_segment = sm._capped_segments(n_segments, blocks_per_segment, n_blocks, max_segments)
+    if not max_segments or n_segments <= max_segments:
+        assert (capped, per_segment) == (n_segments, blocks_per_segment)
+    assert capped <= (max_segments or n_segments)
+    assert (capped - 1) * per_segment < n_blocks <= capped * per_segment  # every block, and no empty segment
+
+
+def outgrowing_grid(monkeypatch, programs_at_once):
+    """Make the persistent grid hold programs_at_once programs: a cut into more segments raises _RowOutgrowsGrid, as
+    on a GPU whose rows outgrow it (the interpreter never raises). Returns the segment counts asked for."""
+    asked = []
+    persistent_programs = sm._persistent_programs
+
+    def persistent(kernel, args, kwargs, n_items, n_segments, programs_per_sm, device):
+        asked.append(n_segments)
+        if n_segments > programs_at_once:
+            raise sm._RowOutgrowsGrid(n_segments, programs_at_once)
+        return persistent_programs(kernel, args, kwargs, n_items, n_segments, programs_per_sm, device)
+    monkeypatch.setattr(sm, "_persistent_programs", persistent)
+    return asked
+
+
+# 40 blocks of 128 columns a row, in segments of 2 (forward: 4-byte blocks of 512 bytes into 1,024-byte segments) or
+# of 1 (backward: y and dy, 1,024 bytes a block): 20 or 40 segments, where 6 programs run at once.
+def test_a_row_outgrowing_its_grid_is_cut_into_as_many_segments_as_run_at_once(monkeypatch):
+    asked = outgrowing_grid(monkeypatch, 6)
+    x = make_input((3, 5000), torch.float32)
+    y = torch.empty_like(x)
+    sm._run_forward_plan(y, x, sm.Plan("forward", math.inf, 0, 0, "tile-stream", 1, 0, 1, 1, 0, 1024), 4)
+    torch.testing.assert_close(y.double(), torch.softmax(x.double(), -1), atol=1e-6, rtol=1e-5)
+    assert asked == [20, 6]
+    dy = make_input((3, 5000), torch.float32, seed=1)
+    dx = torch.empty_like(x)
+    sm._run_backward_plan(dx, y, dy, sm.Plan("backward", math.inf, 0, 4, "stream", 0, 128, 1, 1, 1, 1024), 4)
+    expected = y.double() * (dy.double() - (y.double() * dy.double()).sum(-1, keepdim=True))
+    torch.testing.assert_close(dx.double(), expected, atol=1e-6, rtol=1e-5)
+    assert asked == [20, 6, 40, 6]
+
+
+def test_a_row_that_outgrows_its_grid_even_cut_takes_the_online_path(monkeypatch):
+    """Where a stream path's grid cannot hold a row's segments at once even cut again (_RowOutgrowsGrid, raised before
+    any launch), the dispatcher runs the row on OUTGROWN_*_PLAN's online kernels instead, and the output is right."""
     paths = []
     launch_forward, launch_backward = sm._launch_forward_path, sm._launch_backward_path
 
-    def outgrown(plan):
-        """Raise for every path but online, after noting which was asked for."""
-        paths.append(plan.path)
+    def outgrown(plan, max_segments):
+        """Raise for every path but online, after noting which was asked for, and with what cap."""
+        paths.append((plan.path, max_segments))
         if plan.path != "online":
-            raise sm._RowOutgrowsGrid("too long")
+            raise sm._RowOutgrowsGrid(7, 5)
 
-    monkeypatch.setattr(sm, "_launch_forward_path",
-                        lambda y, x, plan, align: (outgrown(plan), launch_forward(y, x, plan, align)))
-    monkeypatch.setattr(sm, "_launch_backward_path",
-                        lambda dx, y, dy, plan, align: (outgrown(plan), launch_backward(dx, y, dy, plan, align)))
+    monkeypatch.setattr(sm, "_launch_forward_path", lambda y, x, plan, align, max_segments=0: (
+        outgrown(plan, max_segments), launch_forward(y, x, plan, align, max_segments)))
+    monkeypatch.setattr(sm, "_launch_backward_path", lambda dx, y, dy, plan, align, max_segments=0: (
+        outgrown(plan, max_segments), launch_backward(dx, y, dy, plan, align, max_segments)))
     x = make_input((3, 5000), torch.float32)
     tile_stream = sm.Plan("forward", math.inf, 0, 0, "tile-stream", 2, 0, 32, 1, 0, 16384)
     y = torch.empty_like(x)
@@ -1201,5 +1244,6 @@ def test_a_row_outgrowing_its_grid_takes_the_online_path(monkeypatch):
     sm._run_backward_plan(dx, y, dy, stream, 4)
     expected = y.double() * (dy.double() - (y.double() * dy.double()).sum(-1, keepdim=True))
     torch.testing.assert_close(dx.double(), expected, atol=1e-6, rtol=1e-5)
-    assert paths == ["tile-stream", "online", "stream", "online"]
+    assert paths == [("tile-stream", 0), ("tile-stream", 5), ("online", 0),
+                     ("stream", 0), ("stream", 5), ("online", 0)]
     assert sm.OUTGROWN_FORWARD_PLAN.path == sm.OUTGROWN_BACKWARD_PLAN.path == "online"
