@@ -3,9 +3,12 @@
 Exploration, not evidence. Round 161 left the forward's forced cold path failing the float64 check at 128 x 1M and
 512 x 262,144 fp32 on both GPUs, while the interpreter runs it right. For each launch, with the product's kwargs
 and with one CUDA-only feature switched off at a time: the slots' (max, sum) against each segment's true ones, and
-each segment's output against float64 (median out/ref ratio, worst relative error), summed over rows.
+each segment's output against float64 (median out/ref ratio, worst relative error), summed over rows. Then the
+module again with tl.debug_barrier() at the places PATCHES names (the second call of round 162). On the CPU (under
+TRITON_INTERPRET=1) it runs small shapes, to check the probe itself.
 
-    python scripts/probe_tile_stream_cold.py      # on a Hopper GPU
+    PROBE_VARIANTS=1 python scripts/probe_tile_stream_cold.py    # on a Hopper GPU: the VARIANTS, then PATCHES
+    python scripts/probe_tile_stream_cold.py                     # PATCHES only
 """
 import json
 import os
