@@ -6,6 +6,7 @@ GPU: python -m pytest tests/test_softmax.py -q
 import importlib
 import math
 import os
+import re
 import subprocess
 import sys
 import types
@@ -1247,3 +1248,18 @@ def test_a_row_that_outgrows_its_grid_even_cut_takes_the_online_path(monkeypatch
     assert paths == [("tile-stream", 0), ("tile-stream", 5), ("online", 0),
                      ("stream", 0), ("stream", 5), ("online", 0)]
     assert sm.OUTGROWN_FORWARD_PLAN.path == sm.OUTGROWN_BACKWARD_PLAN.path == "online"
+
+
+def test_every_branch_on_a_warps_own_slot_read_is_one_decision_for_the_program():
+    """A branch on slots that each warp reads on its own (the cold paths' entries on _await_row's n_missing or the
+    Gluon kernels' missing, and each sibling's slot) must be taken by every warp alike, through _anywhere: warps that
+    split there meet at the wrong barriers inside (round 162: tile-stream's and exchange's forced cold paths failed
+    every stressed launch). No run on the CPU can show it (the interpreter has no warps), so the source is read."""
+    kernels = Path(sm.__file__).parent
+    branches = [line.strip() for name in ("triton_softmax.py", "gluon_softmax.py")
+                for line in (kernels / name).read_text().splitlines()
+                if re.match(r"\s*(if|elif) .*(missing|tl\.load\(slot)", line)]
+    assert len(branches) >= 8, branches  # four Triton cold paths, two Gluon ones: entry and each sibling's choice
+    for branch in branches:
+        before, anywhere, _ = branch.partition("_anywhere(")
+        assert anywhere and not re.search(r"missing|tl\.load", before), branch
