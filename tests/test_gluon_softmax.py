@@ -554,16 +554,21 @@ def grad_from_output(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
     return y64 * (dy64 - (y64 * dy64).sum(-1, keepdim=True))
 
 
+def assert_grad_of(dx: torch.Tensor, y: torch.Tensor, dy: torch.Tensor) -> None:
+    """dx against grad_from_output(y, dy) on every element, within BACKWARD_TOL of y's dtype (atol a fraction of the
+    largest |dx|)."""
+    expected = grad_from_output(y, dy)
+    atol_fraction, rtol = BACKWARD_TOL[y.dtype]
+    torch.testing.assert_close(dx.double(), expected, rtol=rtol, atol=atol_fraction * expected.abs().max().item())
+
+
 def backward_checked(y: torch.Tensor, dy: torch.Tensor, expect_tma) -> None:
     """softmax_backward(y, dy) against float64 on every element (tolerances.BACKWARD_TOL), after checking
     the path where expect_tma says (None: either)."""
     tma = sm._tma_stream_eligible(y, "backward") and sm._tma_stream_eligible(dy, "backward")
     plan = sm._select_plan("backward", *y.shape, y.element_size(), y.device, sm._backward_align(y, y, dy), tma)
     assert expect_tma is None or (plan.path == "tma-stream") == expect_tma, plan
-    expected = grad_from_output(y, dy)
-    atol_fraction, rtol = BACKWARD_TOL[y.dtype]
-    torch.testing.assert_close(sm.softmax_backward(y, dy).double(), expected, rtol=rtol,
-                               atol=atol_fraction * expected.abs().max().item())
+    assert_grad_of(sm.softmax_backward(y, dy), y, dy)
 
 
 def backward_operands(n_rows: int, n_cols: int, dtype: torch.dtype, seed: int = 0):
@@ -602,12 +607,10 @@ def test_backward_on_six_programs_matches_float64(n_rows, n_cols, dtype):
 def backward_launch_checked(y, dy, vectors_per_thread, num_warps, segment_bytes, **launch) -> None:
     """gs.tma_stream_backward of (y, dy) against float64 on every element, with siblings waited for and with none
     (max_polls 0: every program computes the others' dots from global memory)."""
-    expected = grad_from_output(y, dy)
-    atol_fraction, rtol = BACKWARD_TOL[y.dtype]
     for max_polls in (sm._max_polls(), 0):
         dx = torch.empty_like(y)
         gs.tma_stream_backward(dx, y, dy, vectors_per_thread, num_warps, segment_bytes, max_polls, **launch)
-        torch.testing.assert_close(dx.double(), expected, rtol=rtol, atol=atol_fraction * expected.abs().max().item())
+        assert_grad_of(dx, y, dy)
 
 
 # Rows longer than the grid holds in one round of tma-stream segments (round 158): the dispatcher's backward at
@@ -619,10 +622,7 @@ def test_the_longest_rows_backward_matches_float64(n_cols):
     y, dy = backward_operands(2, n_cols, torch.float32, seed=9)
     plan = sm._select_plan("backward", 2, n_cols, 4, DEVICE, 4, True)
     assert plan.path != "tma-stream" or sm._tma_fits("backward", plan, 2, n_cols, 4, sm._sm_count(DEVICE))
-    expected = grad_from_output(y, dy)
-    atol_fraction, rtol = BACKWARD_TOL[torch.float32]
-    torch.testing.assert_close(sm.softmax_backward(y, dy).double(), expected, rtol=rtol,
-                               atol=atol_fraction * expected.abs().max().item())
+    assert_grad_of(sm.softmax_backward(y, dy), y, dy)
 
 
 # Rows longer than any persistent grid of the table holds in its usual segments (round 159: the H100's stream and
@@ -639,10 +639,7 @@ def test_rows_outgrowing_every_grid_match_float64(op, monkeypatch):
         torch.testing.assert_close(sm.softmax_forward(x).double(), torch.softmax(x.double(), -1), atol=ATOL, rtol=RTOL)
     else:
         y, dy = backward_operands(2, n_cols, torch.float32, seed=10)
-        expected = grad_from_output(y, dy)
-        atol_fraction, rtol = BACKWARD_TOL[torch.float32]
-        torch.testing.assert_close(sm.softmax_backward(y, dy).double(), expected, rtol=rtol,
-                                   atol=atol_fraction * expected.abs().max().item())
+        assert_grad_of(sm.softmax_backward(y, dy), y, dy)
     kernels = [kernel for kernel, *_ in sm._launch_log]
     assert len(kernels) == 1 and kernels[0] not in (sm._online_fwd_kernel, sm._online_bwd_kernel), kernels
 
@@ -668,9 +665,7 @@ def test_stream_cold_paths_match_float64(op, n_rows, n_cols, monkeypatch):
     y, dy = backward_operands(n_rows, n_cols, torch.float32, seed=11)
     dx = torch.empty_like(y)
     sm._launch_backward_path(dx, y, dy, plan, 4)
-    expected = grad_from_output(y, dy)
-    atol_fraction, rtol = BACKWARD_TOL[torch.float32]
-    torch.testing.assert_close(dx.double(), expected, rtol=rtol, atol=atol_fraction * expected.abs().max().item())
+    assert_grad_of(dx, y, dy)
 
 
 @on_hopper
@@ -680,10 +675,7 @@ def test_exchange_cold_paths_match_float64(n_rows, n_cols, monkeypatch):
     x = long_rows(n_rows, n_cols, seed=12)
     torch.testing.assert_close(sm.exchange_forward(x).double(), torch.softmax(x.double(), -1), atol=ATOL, rtol=RTOL)
     y, dy = backward_operands(n_rows, n_cols, torch.float32, seed=12)
-    expected = grad_from_output(y, dy)
-    atol_fraction, rtol = BACKWARD_TOL[torch.float32]
-    torch.testing.assert_close(sm.exchange_backward(y, dy).double(), expected, rtol=rtol,
-                               atol=atol_fraction * expected.abs().max().item())
+    assert_grad_of(sm.exchange_backward(y, dy), y, dy)
 
 
 # Register tiles (round 154) on either GPU: rows of many segments, with more items than programs (40 x 1M fp32) and
@@ -704,9 +696,7 @@ def test_tma_stream_backward_computes_missing_dots_itself():
     plan = sm._select_plan("backward", 3, 1 << 20, 4, DEVICE, 4, True)
     gs.tma_stream_backward(dx, y, dy, plan.rows_per_program, plan.num_warps, plan.segment_bytes, 0, plan.maxnreg,
                            register_tiles=plan.register_tiles)
-    expected = grad_from_output(y, dy)
-    atol_fraction, rtol = BACKWARD_TOL[torch.float32]
-    torch.testing.assert_close(dx.double(), expected, rtol=rtol, atol=atol_fraction * expected.abs().max().item())
+    assert_grad_of(dx, y, dy)
 
 
 @on_hopper
