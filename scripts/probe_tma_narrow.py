@@ -25,7 +25,7 @@ ratio over 1: the variant is faster).
     python scripts/probe_tma_narrow.py eight     # round 133: 6 programs on 8 warps of 2 vectors (or 1: 4 KB tiles)
     python scripts/probe_tma_narrow.py whole_rounds  # round 135: a grid of whole rows (no row across two rounds)
     python scripts/probe_tma_narrow.py sleep     # round 134: a sleep before each re-read of the slots (16+ segments);
-                                                 # first: git apply --include='kernels/*' the round-134 patch
+                                                 # first: git apply the round-166 patch (round 134's, ported)
     python scripts/probe_tma_narrow.py dynamic   # round 137: items taken from a counter (its patch applied first)
     python scripts/probe_tma_narrow.py prefetch  # round 140: L2 asked for the next item while a segment waits;
                                                  # PREFETCH_TILES=1,2 tiles from its end; its patch applied first
@@ -181,7 +181,7 @@ if __name__ == "__main__":
         save_results("probe_tma_narrow.json", results)
         sys.exit(0)
     if sys.argv[1:] == ["sleep"]:  # round 134: a sleep before each re-read of the slots, rows of 16 segments or more
-        require_patch("POLL_SLEEP_NS", "2026-11-26-round-134-poll-sleep.patch")
+        require_patch("POLL_SLEEP_NS", "2026-11-26-round-166-poll-sleep.patch")
         forward = [(262144, "float16"), (1048576, "bfloat16"), (777777, "float16"), (131072, "float32"),
                    (1048576, "float32"), (777777, "float32"), (131072, "bfloat16")]  # the last: 8 segments, a control
         backward_rows = [(1048576, "float32"), (1048576, "float16"), (131072, "float32"), (131072, "bfloat16")]
