@@ -23,14 +23,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 def facts(op: str, dtype: str, programs: int, warps: int, vectors: int, slots: int, loose: bool = False,
           tile_loop: bool = False, aligned: bool = False, maxnreg: int = 0, segments_block: int = 0,
           part_rows: int = 0, dynamic: bool = False, prefetch_next: bool = False, register_tiles: int = 0,
-          poll_sleep: int = 0) -> dict:
+          poll_sleep: int = 0, extra: dict | None = None) -> dict:
     """Resource use of one tma-stream launch compiled for sm_90 (slots: tiles of each tensor a program holds;
     maxnreg 0: the launch's own cap, gluon_softmax._register_share; segments_block 0: 32 for one program an SM, else
     64; part_rows 0: the forward's largest last-tile box, a tile's with the tile loop, LAST_TILE_PART_ROWS without;
     dynamic: items taken from a counter, the kernels' DYNAMIC (round 137's patch); prefetch_next: the forward's
     PREFETCH_NEXT (round 140's patch); register_tiles: the backward's tiles of each tensor held in registers, its
     REG (round 152)); poll_sleep: nanoseconds slept before each re-read of the slots, the kernels' POLL_SLEEP
-    (round 166's patch))."""
+    (round 166's patch); extra: further constexprs of a probe's patch, by name)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
@@ -64,6 +64,7 @@ def facts(op: str, dtype: str, programs: int, warps: int, vectors: int, slots: i
         kind["PREFETCH_NEXT"] = 1
     if poll_sleep:
         kind["POLL_SLEEP"] = poll_sleep
+    kind.update(extra or {})
     segments_block = segments_block or (32 if programs == 1 else 64)  # more programs, more segments a row
     constexprs = dict(TILE=tile, SLOTS=slots, VEC=16 // elem, SEGMENTS_BLOCK=segments_block, NUM_WARPS=warps, **kind)
     signature.update(dict.fromkeys(constexprs, "constexpr"))
