@@ -529,6 +529,118 @@ def _tma_stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, y_desc, 
         mbarrier.invalidate(bars.index(i))
 
 
+@gluon.jit
+def _lag_issue(y_desc, dy_desc, y_smem, dy_smem, bars, base, tile_start, n_tiles, SLOTS: gl.constexpr,
+               TILE: gl.constexpr, W: gl.constexpr):
+    """Ask the TMA for an item's y and dy tiles into slots base .. base + n_tiles - 1 (at most SLOTS)."""
+    for i in gl.static_range(SLOTS):
+        if i < n_tiles:
+            _issue_pair(y_desc, dy_desc, y_smem.index(base + i), dy_smem.index(base + i), bars.index(base + i),
+                        tile_start + i * TILE, W)
+
+
+@gluon.jit
+def _lag_dot(y_smem, dy_smem, bars, base, phases, tile_start, n_tiles, first, end, offsets, dtype: gl.constexpr,
+             TILE: gl.constexpr, SLOTS: gl.constexpr, VEC: gl.constexpr, layout: gl.constexpr):
+    """Pass 1 of an item held in slots base ..: sum(y * dy) over [first, end), each tile pair as it lands."""
+    vec_dot = gl.full([TILE // VEC], 0.0, gl.float32, layout=gl.SliceLayout(1, layout))
+    for i in gl.static_range(SLOTS):
+        if i < n_tiles:
+            mbarrier.wait(bars.index(base + i), (phases >> (base + i)) & 1)
+            flat = tile_start + i * TILE + offsets
+            product = (_tile(y_smem, base + i, dtype, TILE, VEC, layout)
+                       * _tile(dy_smem, base + i, dtype, TILE, VEC, layout))
+            vec_dot += gl.sum(gl.where((flat >= first) & (flat < end), product, 0.0), axis=1)
+    return gl.sum(vec_dot, axis=0)
+
+
+@gluon.jit
+def _tma_lag_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, y_desc, dy_desc, slots_ptr, n_rows, n_cols,
+                        n_segments, segment_cols, max_polls, TILE: gl.constexpr, SLOTS: gl.constexpr,
+                        VEC: gl.constexpr, ALIGN: gl.constexpr, SEGMENTS_BLOCK: gl.constexpr,
+                        NUM_WARPS: gl.constexpr):
+    """_tma_stream_bwd_kernel's backward, each item finished one step late: a program holds two items, each in its
+    own group of SLOTS slot pairs, and runs item k + 1's pass 1 and publishes its dot before item k waits for its
+    row's total, so that a whole pass 1 stands between publishing an item and needing its row; item k's pass 2 then
+    refills its group with item k + 2's tiles. One program an SM waits with every slot full, and the exchange cost the
+    H200's fp32 rows of 1M columns 10.5% (round 167); the lag gave back 12% there, at half the bytes an item (round
+    168). Rows of one segment carry their own dot instead of publishing it."""
+    dtype: gl.constexpr = y_desc.dtype
+    W: gl.constexpr = y_desc.block_type.shape[1]
+    layout: gl.constexpr = gl.BlockedLayout([1, VEC], [32, 1], [NUM_WARPS, 1], [1, 0])
+    y_smem = gl.allocate_shared_memory(dtype, [2 * SLOTS] + y_desc.block_type.shape, y_desc.layout)
+    dy_smem = gl.allocate_shared_memory(dtype, [2 * SLOTS] + dy_desc.block_type.shape, dy_desc.layout)
+    bars = _new_barriers(2 * SLOTS)
+    n_cols = n_cols // ALIGN * ALIGN  # tells the compiler what the launch checked: 16-byte vectors
+    segment_cols = segment_cols // VEC * VEC  # whole vectors (_segments)
+    offsets = _tile_offsets(TILE, VEC, layout)
+    siblings = gl.arange(0, SEGMENTS_BLOCK, layout=gl.BlockedLayout([1], [32], [NUM_WARPS], [0]))
+    n_items = n_rows * n_segments
+    step = gl.num_programs(0)
+    item = gl.program_id(0)  # the grid is at most an item a program: every program has a first item
+    row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W)
+    _lag_issue(y_desc, dy_desc, y_smem, dy_smem, bars, 0, tile_start, n_tiles, SLOTS, TILE, W)
+    second = item + step
+    s_row, s_first, s_end, s_tile_start, s_tiles = _item_span(second, n_segments, segment_cols, n_cols, TILE, W)
+    if second < n_items:
+        _lag_issue(y_desc, dy_desc, y_smem, dy_smem, bars, SLOTS, s_tile_start, s_tiles, SLOTS, TILE, W)
+    phases = item * 0  # bit i: the phase slot i's barrier completes next
+    dot = _lag_dot(y_smem, dy_smem, bars, 0, phases, tile_start, n_tiles, first, end, offsets, dtype, TILE, SLOTS, VEC,
+                   layout)
+    phases = phases ^ ((1 << n_tiles) - 1)
+    if n_segments > 1:
+        gl.atomic_xchg(slots_ptr + item, _pack_dot(dot), sem="relaxed")
+    base = item * 0  # the group of the item whose pass 2 comes next
+    for item in range(gl.program_id(0), n_items, step):
+        row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W)
+        next_base = SLOTS - base
+        following = item + step
+        f_row, f_first, f_end, f_tile_start, f_tiles = _item_span(following, n_segments, segment_cols, n_cols, TILE,
+                                                                  W)
+        f_dot = dot * 0.0
+        if following < n_items:  # the lag: the next item's pass 1 and its dot before this item's wait
+            f_dot = _lag_dot(y_smem, dy_smem, bars, next_base, phases, f_tile_start, f_tiles, f_first, f_end, offsets,
+                             dtype, TILE, SLOTS, VEC, layout)
+            phases = phases ^ (((1 << f_tiles) - 1) << next_base)
+            if n_segments > 1:
+                gl.atomic_xchg(slots_ptr + following, _pack_dot(f_dot), sem="relaxed")
+        row_dot = dot
+        if n_segments > 1:
+            ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, max_polls)
+            if _anywhere(missing, NUM_WARPS):
+                # a sibling that is not running (the grid is not co-resident): its dot from global memory, published
+                # so that the row's other segments find it too
+                row_first = row * n_cols
+                for sibling in range(0, n_segments):
+                    if (sibling != item - row * n_segments) & _anywhere(_missing(packed, siblings, sibling), NUM_WARPS):
+                        s_first = row_first + sibling * segment_cols
+                        s_dot = _global_segment_dot(output_ptr, grad_output_ptr, s_first,
+                                                    gl.minimum(s_first + segment_cols, row_first + n_cols), offsets,
+                                                    TILE, VEC, layout)
+                        gl.atomic_xchg(slots_ptr + row * n_segments + sibling, _pack_dot(s_dot), sem="relaxed")
+                ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, 1 << 30)
+            row_dot = gl.sum(gl.where(in_row, packed.to(gl.int32).to(gl.float32, bitcast=True), 0.0), axis=0)
+        after = item + 2 * step
+        a_row, a_first, a_end, a_tile_start, a_tiles = _item_span(after, n_segments, segment_cols, n_cols, TILE, W)
+        if after >= n_items:
+            a_tiles = 0
+        for i in gl.static_range(SLOTS):  # pass 2 from this item's group; item k + 2's tile i follows tile i
+            if i < n_tiles:
+                flat = tile_start + i * TILE + offsets
+                y = _tile(y_smem, base + i, dtype, TILE, VEC, layout)
+                dx = y * (_tile(dy_smem, base + i, dtype, TILE, VEC, layout) - row_dot)
+                gl.store(grad_input_ptr + flat.to(gl.int64), dx.to(dtype), mask=(flat >= first) & (flat < end))
+            if i < a_tiles:
+                fence_async_shared()
+                _cta_barrier()  # every warp has read slot base + i
+                _issue_pair(y_desc, dy_desc, y_smem.index(base + i), dy_smem.index(base + i), bars.index(base + i),
+                            a_tile_start + i * TILE, W)
+        base = next_base
+        dot = f_dot
+    for i in gl.static_range(2 * SLOTS):
+        mbarrier.invalidate(bars.index(i))
+
+
 # ----------------------------------------------------------------------------------------------
 # Layer 2: eligibility and launch
 # ----------------------------------------------------------------------------------------------
@@ -681,15 +793,15 @@ def _forward_width(n_rows: int, n_cols: int, elem_bytes: int) -> int:
 
 def fits_grid(op: str, n_rows: int, n_cols: int, elem_bytes: int, vectors_per_thread: int, num_warps: int,
               segment_bytes: int, programs_per_sm: int, sms: int, aligned: bool = False, fill_rounds: bool = False,
-              register_tiles: int = 0) -> bool:
+              register_tiles: int = 0, lag: bool = False) -> bool:
     """Whether every segment of a row of op's tma-stream launch (segment_bytes of slots a program, both tensors' for
-    the backward) runs at once on its grid of programs_per_sm x sms programs. A row cut into more segments waits on
-    siblings that are not running, and each waiting program computes their partials from global memory: 75x slower
-    (the H100's fp32 backward at 3,145,728 and 4,194,304 columns, round 158)."""
+    the backward, halved between two items with lag) runs at once on its grid of programs_per_sm x sms programs. A row
+    cut into more segments waits on siblings that are not running, and each waiting program computes their partials
+    from global memory: 75x slower (the H100's fp32 backward at 3,145,728 and 4,194,304 columns, round 158)."""
     tile = num_warps * 32 * vectors_per_thread * 16 // elem_bytes
     width = _forward_width(n_rows, n_cols, elem_bytes)  # the backward's too: it takes only rows of whole vectors
     aligned = bool(aligned and n_cols % width) if op == "forward" else False
-    per_tensor = segment_bytes if op == "forward" else segment_bytes // 2
+    per_tensor = segment_bytes if op == "forward" else segment_bytes // (4 if lag else 2)
     programs = programs_per_sm * sms
     n_segments = _cut(n_rows, n_cols, tile, per_tensor, elem_bytes, width, aligned, fill_rounds, register_tiles,
                       programs)[0]
@@ -794,15 +906,18 @@ def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int
 
 def tma_stream_backward(dx: torch.Tensor, y: torch.Tensor, dy: torch.Tensor, vectors_per_thread: int, num_warps: int,
                         segment_bytes: int, max_polls: int, maxnreg: int = 0, launch=_direct,
-                        programs_per_sm: int = 1, fill_rounds: bool = False, register_tiles: int = 0) -> None:
+                        programs_per_sm: int = 1, fill_rounds: bool = False, register_tiles: int = 0,
+                        lag: bool = False) -> None:
     """Launch the tma-stream backward into dx (contiguous) from y and dy (both eligible: tma_backward_eligible),
     through launch; segment_bytes holds both tensors' tiles; maxnreg (0: ptxas chooses) caps a thread's registers
     where one program runs an SM (more take their share of the registers: _register_share); fill_rounds: the rows'
     cut as _filled_segments chooses it; register_tiles: tiles of each tensor a segment holds in registers, in rows of
-    whole tiles (_register_cut)."""
-    shape = _launch_shape(y, vectors_per_thread, num_warps, segment_bytes // 2, _view_width(y), programs_per_sm,
-                          tensors=2, fill_rounds=fill_rounds, register_tiles=register_tiles)
+    whole tiles (_register_cut); lag: each program holds two items of half the slots each (_tma_lag_bwd_kernel)."""
+    items = 2 if lag else 1
+    shape = _launch_shape(y, vectors_per_thread, num_warps, segment_bytes // (2 * items), _view_width(y),
+                          programs_per_sm, tensors=2 * items, fill_rounds=fill_rounds, register_tiles=register_tiles)
     cap = {} if "maxnreg" in shape.constexprs or not maxnreg else {"maxnreg": maxnreg}
-    launch(_tma_stream_bwd_kernel, shape.grid, dx, y, dy, shape.descriptor(y), shape.descriptor(dy), shape.slots,
+    launch(_tma_lag_bwd_kernel if lag else _tma_stream_bwd_kernel, shape.grid, dx, y, dy, shape.descriptor(y),
+           shape.descriptor(dy), shape.slots,
            *y.shape, shape.n_segments, shape.segment_cols, max_polls, ALIGN=shape.constexprs["VEC"],
            **shape.constexprs, **cap)

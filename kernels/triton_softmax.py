@@ -1306,6 +1306,8 @@ class Plan(NamedTuple):
                                # gluon_softmax._filled_segments weighs best for the grid (rounds 145-148)
     register_tiles: int = 0  # backward tma-stream: tiles of y and dy each segment of a row of whole tiles holds in
                              # registers besides its slots (gluon_softmax._register_cut; rounds 152-154)
+    lag: bool = False  # backward tma-stream: each program holds two items in half the slots each and runs the next
+                       # one's pass 1 before this one's wait (gluon_softmax._tma_lag_bwd_kernel; round 168)
 
 
 # An L2 this large or larger takes the table's min_l2_bytes rows: 60 MiB, the H200's (the H100's holds 50 MiB).
@@ -1609,11 +1611,17 @@ SOFTMAX_PLANS = (
     # inside a view row uses one slot of its two)
     Plan("backward",    131072,        0,  0, "tma-stream", 4,    0,     4,    6,    0,  32768, whole_vectors=True,
          view_rows=True, min_l2_bytes=L2_60_MB),
-    # the H200's fp32 rows past 524,288 hold 2 tiles of each tensor in registers a segment, besides the 7 slots, where
-    # the rows are whole tiles (rounds 152-154: +1.4% to +7.6% at 589,824-1,572,864 columns, 2M +12%; 524,288 lost 3%;
-    # 4 tiles gained more at 1M and 2M, +3% and +18%, but lost 1% at 983,040 and 1,310,720)
     Plan("backward",    524288,        0,  4, "tma-stream", 4,    0,     8,    1,    0, 229376, whole_vectors=True,
          maxnreg=128, min_l2_bytes=L2_60_MB),
+    # the H200's fp32 rows past 524,288 finish each item one step late: two items a program, each in 7 slots of 8 KB
+    # a tensor on 4 warps, the next one's pass 1 and partial before this one's wait (round 168, against the 2
+    # register tiles below: 1M +11.9%, 786,432 +4.4%; the exchange cost 1M 10.5%, round 167) ...
+    Plan("backward",  math.inf,        0,  4, "tma-stream", 4,    0,     4,    1,    0, 229376, whole_vectors=True,
+         min_l2_bytes=L2_60_MB, lag=True),
+    # ... and rows of more such segments than the grid holds at once (fp32 past about 1.9M columns) hold 2 tiles of
+    # each tensor in registers a segment, besides the 7 slots, where the rows are whole tiles (rounds 152-154: +1.4% to
+    # +7.6% at 589,824-1,572,864 columns, 2M +12%; 524,288 lost 3%; 4 tiles gained more at 1M and 2M, +3% and +18%, but
+    # lost 1% at 983,040 and 1,310,720)
     Plan("backward",  math.inf,        0,  4, "tma-stream", 4,    0,     8,    1,    0, 229376, whole_vectors=True,
          min_l2_bytes=L2_60_MB, register_tiles=2),
     Plan("backward",  math.inf,        0,  0, "tma-stream", 4,    0,     8,    1,    0, 229376, whole_vectors=True,
@@ -1839,7 +1847,7 @@ def _tma_fits(op: str, plan: Plan, n_rows: int, n_cols: int, elem_bytes: int, sm
     always on the interpreter, which runs programs one after another and never waits)."""
     return _interpreting() or _gluon_softmax().fits_grid(
         op, n_rows, n_cols, elem_bytes, plan.rows_per_program, plan.num_warps, int(plan.segment_bytes),
-        plan.programs_per_sm, sm_count, plan.aligned, plan.fill_rounds, plan.register_tiles)
+        plan.programs_per_sm, sm_count, plan.aligned, plan.fill_rounds, plan.register_tiles, plan.lag)
 
 
 @functools.lru_cache(maxsize=None)
@@ -2334,7 +2342,7 @@ def _launch_backward_path(dx, y, dy, plan, align, max_segments=0):
         _gluon_softmax().tma_stream_backward(dx, y, dy, plan.rows_per_program, plan.num_warps, plan.segment_bytes,
                                              _max_polls(), plan.maxnreg, launch=_launch,
                                              programs_per_sm=plan.programs_per_sm, fill_rounds=plan.fill_rounds,
-                                             register_tiles=plan.register_tiles)
+                                             register_tiles=plan.register_tiles, lag=plan.lag)
     else:
         _backward_stream(dx, y, dy, plan.block_size, plan.num_warps, plan.programs_per_sm, plan.num_stages,
                          plan.segment_bytes, align, one_warp_from=plan.one_warp_from, slot_lanes=plan.slot_lanes,

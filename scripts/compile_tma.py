@@ -9,6 +9,7 @@ machine with triton installed can check a launch before device time is spent on 
     python scripts/compile_tma.py forward bf16 --programs 4 --warps 4 --vectors 4 --slots 6 --tile-loop --loose
     python scripts/compile_tma.py backward fp32 --programs 1 --warps 8 --vectors 4 --slots 7 --maxnreg 128
     python scripts/compile_tma.py backward fp32 --programs 1 --warps 8 --vectors 4 --slots 7 --register-tiles 2
+    python scripts/compile_tma.py backward fp32 --programs 1 --warps 4 --vectors 4 --slots 7 --lag
 """
 import argparse
 import json
@@ -23,14 +24,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 def facts(op: str, dtype: str, programs: int, warps: int, vectors: int, slots: int, loose: bool = False,
           tile_loop: bool = False, aligned: bool = False, maxnreg: int = 0, segments_block: int = 0,
           part_rows: int = 0, dynamic: bool = False, prefetch_next: bool = False, register_tiles: int = 0,
-          poll_sleep: int = 0, extra: dict | None = None) -> dict:
+          poll_sleep: int = 0, extra: dict | None = None, lag: bool = False) -> dict:
     """Resource use of one tma-stream launch compiled for sm_90 (slots: tiles of each tensor a program holds;
     maxnreg 0: the launch's own cap, gluon_softmax._register_share; segments_block 0: 32 for one program an SM, else
     64; part_rows 0: the forward's largest last-tile box, a tile's with the tile loop, LAST_TILE_PART_ROWS without;
     dynamic: items taken from a counter, the kernels' DYNAMIC (round 137's patch); prefetch_next: the forward's
     PREFETCH_NEXT (round 140's patch); register_tiles: the backward's tiles of each tensor held in registers, its
     REG (round 152)); poll_sleep: nanoseconds slept before each re-read of the slots, the kernels' POLL_SLEEP
-    (round 166's patch); extra: further constexprs of a probe's patch, by name)."""
+    (round 166's patch); extra: further constexprs of a probe's patch, by name; lag: the backward holding two items
+    of slots tiles each, _tma_lag_bwd_kernel (round 168))."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
@@ -56,8 +58,8 @@ def facts(op: str, dtype: str, programs: int, warps: int, vectors: int, slots: i
     else:
         signature = {"grad_input_ptr": pointer, "output_ptr": pointer, "grad_output_ptr": pointer, "y_desc": desc,
                      "dy_desc": desc, **scalars}
-        kernel_fn, divisible = gs._tma_stream_bwd_kernel, (0, 1, 2, 5)
-        kind = dict(ALIGN=16 // elem, REG=register_tiles * tile)
+        kernel_fn, divisible = (gs._tma_lag_bwd_kernel if lag else gs._tma_stream_bwd_kernel), (0, 1, 2, 5)
+        kind = dict(ALIGN=16 // elem) if lag else dict(ALIGN=16 // elem, REG=register_tiles * tile)
     if dynamic:
         kind["DYNAMIC"] = True
     if prefetch_next:
@@ -90,12 +92,12 @@ def main(argv: list) -> None:
         parser.add_argument(f"--{name}", type=int, required=True)
     for name in ("maxnreg", "segments-block", "part-rows", "register-tiles", "poll-sleep"):
         parser.add_argument(f"--{name}", type=int, default=0)
-    for name in ("loose", "tile-loop", "aligned", "dynamic", "prefetch-next"):
+    for name in ("loose", "tile-loop", "aligned", "dynamic", "prefetch-next", "lag"):
         parser.add_argument(f"--{name}", action="store_true")
     args = parser.parse_args(argv)
     print(json.dumps(facts(args.op, args.dtype, args.programs, args.warps, args.vectors, args.slots, args.loose,
                            args.tile_loop, args.aligned, args.maxnreg, args.segments_block, args.part_rows,
-                           args.dynamic, args.prefetch_next, args.register_tiles, args.poll_sleep)))
+                           args.dynamic, args.prefetch_next, args.register_tiles, args.poll_sleep, lag=args.lag)))
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ choice is the table's. Three fresh inputs a shape, alternating order, every outp
     python scripts/probe_grid_segments.py scan-8k       # round 147: counts on one program of 14 slots of 8 KB tiles
     AB_BEFORE=before.py python scripts/probe_grid_segments.py table  # round 148: the table against an older module's
     AB_BEFORE=before.py python scripts/probe_grid_segments.py unseen  # round 149: ... at fp32 rows no probe had timed
+    AB_BEFORE=before.py python scripts/probe_grid_segments.py lag     # round 169: the lagged row, fp32 589,824-2M
     AB_AFTER=after.py python scripts/probe_grid_segments.py candidate  # a module's table (d49d3e6's: the H200 on 8 KB
                                                                         # tiles with fill_rounds) against the tree's
 """
@@ -83,7 +84,7 @@ if __name__ == "__main__":
                               ("backward", 1310720, "float32", 46, tuple(range(46, 58))),
                               ("backward", 2097152, "float32", 74, tuple(range(74, 86)))]}
     modes = sys.argv[1:]
-    unknown = set(modes) - set(scans) - {"launches", "scan-8k", "table", "unseen", "candidate"}
+    unknown = set(modes) - set(scans) - {"launches", "scan-8k", "table", "unseen", "candidate", "lag"}
     if unknown:
         raise SystemExit(f"unknown modes: {sorted(unknown)} (see the docstring)")
     if "launches" in sys.argv[1:]:  # round 146: (programs an SM, slots of 8 KB a tensor, vectors a thread, warps)
@@ -111,6 +112,11 @@ if __name__ == "__main__":
         shapes = [(n, "float32") for n in (589824, 655360, 720896, 851968, 917504, 983040, 1179648, 1572864)]
         ab_trials("backward at unseen rows, the table against AB_BEFORE's", sm.softmax_backward, shapes, results,
                   baseline=before_module().softmax_backward, trials=3, case=backward_case)
+    if "lag" in sys.argv[1:]:  # round 169: the lagged backward's table row at fp32 lengths past 524,288, and controls
+        shapes = [(n, "float32") for n in (589824, 655360, 720896, 786432, 851968, 917504, 983040, 1000000, 1048576,
+                                           1179648, 1310720, 1572864, 1835008, 2097152, 524288)]
+        ab_trials("backward, the table against AB_BEFORE's", sm.softmax_backward, shapes + [(1048576, "bfloat16")],
+                  results, baseline=before_module().softmax_backward, trials=3, case=backward_case)
     if "candidate" in sys.argv[1:]:  # the table of the module at AB_AFTER against the tree's, at the table's shapes
         after = module_from_source("triton_softmax_candidate", Path(os.environ["AB_AFTER"]).read_text())
         shapes = [(n, "float32") for n in (100000, 131072, 262144, 524288, 786432, 1048576, 1179648, 2097152)]

@@ -25,8 +25,9 @@ from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared,
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kernels import gluon_softmax as gs  # noqa: E402
-from kernels.gluon_softmax import (_await_slots, _anywhere, _cta_barrier, _global_segment_dot, _issue_pair,  # noqa: E402
-                                   _item_span, _missing, _new_barriers, _pack_dot, _tile, _tile_offsets)
+from kernels.gluon_softmax import (  # noqa: E402
+    _await_slots, _anywhere, _cta_barrier, _global_segment_dot, _issue_pair, _item_span, _missing, _new_barriers,
+    _pack_dot, _tile, _tile_offsets)
 
 MAX_POLLS = 1 << 22
 # (slots a group, vectors a thread, warps): 16 KB tiles on 8 warps, 3 a group (6 of the 7 pairs the table holds);

@@ -106,18 +106,22 @@ def test_the_backward_rows_by_l2_and_type(gpu_l2_mb, monkeypatch):
         launch = (6, 4, 32768) if big_l2 and n_cols <= 131072 and view_rows else (1, 8, gs.SEGMENT_BYTES)
         if launch[0] == 1 and elem_bytes == 4 and n_cols > 524288 and not big_l2:
             launch = (1, 4, gs.SEGMENT_BYTES)  # fp32 rows past 524,288 on 8 KB tiles, cut by fill_rounds (round 148)
-        # the H200's fp32 rows past 524,288: 2 tiles of each tensor in registers a segment (round 154)
-        register_tiles = 2 if big_l2 and elem_bytes == 4 and n_cols > 524288 else 0
+        # the H200's fp32 rows past 524,288: two items a program on 4 warps, each finished one step late (round 168)
+        lag = big_l2 and elem_bytes == 4 and n_cols > 524288
+        if lag:
+            launch = (1, 4, gs.SEGMENT_BYTES)
         plan = sm._select_plan("backward", 64, n_cols, elem_bytes, DEVICE, 16 // elem_bytes, True)
         assert plan.path == path, (n_cols, plan)
         assert path == "stream" or (plan.programs_per_sm, plan.num_warps, plan.segment_bytes) == launch, (n_cols, plan)
-        assert path == "stream" or (plan.register_tiles, plan.fill_rounds) == (register_tiles, launch[1] == 4
-                                                                                and not big_l2), (n_cols, plan)
+        assert path == "stream" or (plan.register_tiles, plan.fill_rounds, plan.lag) == (
+            0, launch[1] == 4 and not big_l2, lag), (n_cols, plan)
         assert sm._select_plan("backward", 64, n_cols, elem_bytes, DEVICE, 16 // elem_bytes).path == "stream"
     h200 = [plan for plan in sm.SOFTMAX_PLANS if plan.op == "backward" and plan.min_l2_bytes == sm.L2_60_MB]
-    assert [(plan.path, plan.elem_bytes, plan.max_cols, plan.num_warps, plan.register_tiles) for plan in h200[:4]] == [
-        ("tma-stream", 0, 131072, 4, 0), ("tma-stream", 4, 524288, 8, 0), ("tma-stream", 4, float("inf"), 8, 2),
-        ("tma-stream", 0, float("inf"), 8, 0)]
+    assert [(plan.path, plan.elem_bytes, plan.max_cols, plan.num_warps, plan.register_tiles, plan.lag)
+            for plan in h200[:5]] == [
+        ("tma-stream", 0, 131072, 4, 0, False), ("tma-stream", 4, 524288, 8, 0, False),
+        ("tma-stream", 4, float("inf"), 4, 0, True), ("tma-stream", 4, float("inf"), 8, 2, False),
+        ("tma-stream", 0, float("inf"), 8, 0, False)]
 
 
 def test_the_dispatcher_passes_a_rows_cut_to_the_launcher(monkeypatch):
@@ -138,7 +142,9 @@ def test_the_dispatcher_passes_a_rows_cut_to_the_launcher(monkeypatch):
     args, kwargs = calls[-1]
     assert args[3:6] == (4, 4, 32768) and kwargs["programs_per_sm"] == 6 and kwargs["register_tiles"] == 0
     sm._run_backward_plan(torch.empty_like(x), x, x, plan._replace(register_tiles=2), 4)
-    assert calls[-1][1]["register_tiles"] == 2
+    assert calls[-1][1]["register_tiles"] == 2 and calls[-1][1]["lag"] is False
+    sm._run_backward_plan(torch.empty_like(x), x, x, plan._replace(lag=True), 4)
+    assert calls[-1][1]["lag"] is True
 
 
 def test_tensors_off_a_gpu_are_never_eligible():
@@ -281,6 +287,43 @@ def test_register_tiles_reach_the_kernel_only_where_the_cut_applies(monkeypatch)
                                  register_tiles=register_tiles)
         assert "REG" not in shape.constexprs
         assert shape.n_segments == gs._segments(n_cols, 4096, gs.SEGMENT_BYTES // 2, 4, 128)[0]
+
+
+def test_a_lagged_backward_row_counts_half_the_slots_an_item(monkeypatch):
+    """With lag a program's slots hold two items, so a row takes twice the segments, and a row whose segments
+    outnumber the grid does not fit (fp32 1M: 74 segments of 7 tiles of 8 KB; 2M: 147 > 132) and goes to the
+    table's next row, the register tiles (on the H200's L2)."""
+    args = ("backward", 64, 1 << 20, 4, 4, 4, gs.SEGMENT_BYTES, 1, 132)
+    assert gs.fits_grid(*args, lag=True) and gs.fits_grid(*args)
+    monkeypatch.setattr(gs, "_device_facts", lambda device: (90, 132))
+    shape = gs._launch_shape(torch.empty(64, 1 << 20), 4, 4, gs.SEGMENT_BYTES // 4, 128, tensors=4)
+    assert (shape.n_segments, shape.constexprs["SLOTS"]) == (74, 7)
+    long_args = ("backward", 64, 1 << 21, 4, 4, 4, gs.SEGMENT_BYTES, 1, 132)
+    assert not gs.fits_grid(*long_args, lag=True) and gs.fits_grid(*long_args)
+    monkeypatch.setattr(sm, "_interpreting", lambda: False)
+    monkeypatch.setattr(sm, "_gluon_softmax", lambda: gs)
+    monkeypatch.setattr(sm, "_sm_count", lambda device: 132)
+    monkeypatch.setattr(sm, "_l2_bytes", lambda device: sm.L2_60_MB)
+    assert sm._select_plan("backward", 64, 1 << 20, 4, DEVICE, 4, True).lag
+    plan = sm._select_plan("backward", 64, 1 << 21, 4, DEVICE, 4, True)
+    assert (plan.lag, plan.register_tiles) == (False, 2)
+
+
+def test_the_lagged_backward_compiles_without_spills():
+    """The H200's lagged backward (round 168) compiles for sm_90 with nothing spilled, in fp32 and bf16, its two
+    items' slots within one program's shared memory."""
+    plan = next(plan for plan in sm.SOFTMAX_PLANS if plan.lag)
+    slots = plan.segment_bytes // 4 // (plan.num_warps * 32 * plan.rows_per_program * 16)
+    env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
+    for dtype in ("fp32", "bf16"):
+        command = [sys.executable, "scripts/compile_tma.py", "backward", dtype, "--programs", "1", "--warps",
+                   str(plan.num_warps), "--vectors", str(plan.rows_per_program), "--slots", str(slots), "--lag"]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600,
+                              cwd=Path(__file__).resolve().parent.parent)
+        assert done.returncode == 0, done.stderr[-2000:]
+        facts = json.loads(done.stdout)
+        assert facts["stack"] == 0 and facts["local"] == 0 and facts["registers"] <= 255, facts
+        assert facts["shared"] <= gs.SM_SHARED_BYTES - gs.PROGRAM_RESERVED_BYTES, facts
 
 
 def test_the_register_tiles_backward_compiles_without_spills():
@@ -688,6 +731,18 @@ def test_backward_with_register_tiles_matches_float64(n_rows, n_cols, dtype):
     backward_launch_checked(*backward_operands(n_rows, n_cols, dtype, seed=8), 4, 8, gs.SEGMENT_BYTES, register_tiles=2)
 
 
+# Two items a program, each finished one step late (round 168) on either GPU: rows of many segments with more items
+# than programs (2 x 1M fp32: 74 segments; 40 x 1M) and of one segment (4 x 8,192: the carried dot, no exchange);
+# segments that start inside view rows (3 x 1,000,000 fp32: 256-byte view rows, an even cut in whole vectors);
+# 2-byte elements (bf16); siblings waited for, and none (max_polls 0).
+@on_hopper
+@pytest.mark.parametrize("n_rows,n_cols,dtype", [(2, 1 << 20, torch.float32), (40, 1 << 20, torch.float32),
+                                                 (4, 8192, torch.float32), (3, 1000000, torch.float32),
+                                                 (3, 1 << 20, torch.bfloat16)], ids=str)
+def test_backward_finished_one_step_late_matches_float64(n_rows, n_cols, dtype):
+    backward_launch_checked(*backward_operands(n_rows, n_cols, dtype, seed=13), 4, 4, gs.SEGMENT_BYTES, lag=True)
+
+
 @on_hopper
 def test_tma_stream_backward_computes_missing_dots_itself():
     """max_polls 0: every program computes its siblings' dots from global memory, and dx is the same."""
@@ -695,7 +750,7 @@ def test_tma_stream_backward_computes_missing_dots_itself():
     dx = torch.empty_like(y)
     plan = sm._select_plan("backward", 3, 1 << 20, 4, DEVICE, 4, True)
     gs.tma_stream_backward(dx, y, dy, plan.rows_per_program, plan.num_warps, plan.segment_bytes, 0, plan.maxnreg,
-                           register_tiles=plan.register_tiles)
+                           register_tiles=plan.register_tiles, lag=plan.lag)
     assert_grad_of(dx, y, dy)
 
 
