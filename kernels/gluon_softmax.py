@@ -390,6 +390,114 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
 
 
 @gluon.jit
+def _lag_stats(smem, bars, base, phases, tile_start, n_tiles, first, end, offsets, dtype: gl.constexpr,
+               TILE: gl.constexpr, VEC: gl.constexpr, layout: gl.constexpr):
+    """Pass 1 of an item held in slots base ..: its (max, sum of exp(x - max)) over [first, end), each tile as it
+    lands."""
+    vec_max = gl.full([TILE // VEC], float("-inf"), gl.float32, layout=gl.SliceLayout(1, layout))
+    vec_sum = gl.full([TILE // VEC], 0.0, gl.float32, layout=gl.SliceLayout(1, layout))
+    for t in range(n_tiles):
+        mbarrier.wait(bars.index(base + t), (phases >> (base + t)) & 1)
+        flat = tile_start + t * TILE + offsets
+        x = gl.where((flat >= first) & (flat < end), _tile(smem, base + t, dtype, TILE, VEC, layout), float("-inf"))
+        vec_max, vec_sum = _online(vec_max, vec_sum, x)
+    return _combine(vec_max, vec_sum)
+
+
+@gluon.jit
+def _tma_lag_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_cols, n_segments, segment_cols,
+                        max_polls, TILE: gl.constexpr, SLOTS: gl.constexpr, VEC: gl.constexpr,
+                        SEGMENTS_BLOCK: gl.constexpr, NUM_WARPS: gl.constexpr):
+    """_tma_stream_fwd_kernel's softmax for rows of whole view rows (no loose elements; the tiles as a loop), each
+    item finished one step late, as _tma_lag_bwd_kernel's backward: two items a program in two groups of SLOTS slots,
+    item k + 1's pass 1 and partial before item k waits for its row, item k's pass 2 refilling its group with item
+    k + 2's tiles (round 170: the H200's fp32 1M +5.8% on the table's 6 programs an SM, at half the bytes an item;
+    2-byte rows lost 1-3%, their passes being what holds them, round 167). Rows of one segment carry their own
+    (max, sum) instead of publishing it."""
+    dtype: gl.constexpr = in_desc.dtype
+    W: gl.constexpr = in_desc.block_type.shape[1]
+    layout: gl.constexpr = gl.BlockedLayout([1, VEC], [32, 1], [NUM_WARPS, 1], [1, 0])
+    smem = gl.allocate_shared_memory(dtype, [2 * SLOTS] + in_desc.block_type.shape, in_desc.layout)
+    bars = _new_barriers(2 * SLOTS)
+    n_cols = n_cols // VEC * VEC  # tells the compiler what the launch checked: rows of whole view rows
+    segment_cols = segment_cols // VEC * VEC
+    offsets = _tile_offsets(TILE, VEC, layout)
+    siblings = gl.arange(0, SEGMENTS_BLOCK, layout=gl.BlockedLayout([1], [32], [NUM_WARPS], [0]))
+    n_items = n_rows * n_segments
+    step = gl.num_programs(0)
+    item = gl.program_id(0)  # the grid is at most an item a program: every program has a first item
+    row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W)
+    for t in range(n_tiles):
+        _issue_tile(in_desc, smem.index(t), bars.index(t), tile_start + t * TILE, W)
+    second = item + step
+    s_row, s_first, s_end, s_tile_start, s_tiles = _item_span(second, n_segments, segment_cols, n_cols, TILE, W)
+    if second < n_items:
+        for t in range(s_tiles):
+            _issue_tile(in_desc, smem.index(SLOTS + t), bars.index(SLOTS + t), s_tile_start + t * TILE, W)
+    phases = item * 0  # bit i: the phase slot i's barrier completes next
+    seg_max, seg_sum = _lag_stats(smem, bars, 0, phases, tile_start, n_tiles, first, end, offsets, dtype, TILE, VEC,
+                                  layout)
+    phases = phases ^ ((1 << n_tiles) - 1)
+    if n_segments > 1:
+        gl.atomic_xchg(slots_ptr + item, _pack(seg_max, seg_sum), sem="relaxed")
+    base = item * 0  # the group of the item whose pass 2 comes next
+    for item in range(gl.program_id(0), n_items, step):
+        row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W)
+        next_base = SLOTS - base
+        following = item + step
+        f_row, f_first, f_end, f_tile_start, f_tiles = _item_span(following, n_segments, segment_cols, n_cols, TILE,
+                                                                  W)
+        f_max = seg_max
+        f_sum = seg_sum
+        if following < n_items:  # the lag: the next item's pass 1 and partial before this item's wait
+            f_max, f_sum = _lag_stats(smem, bars, next_base, phases, f_tile_start, f_tiles, f_first, f_end, offsets,
+                                      dtype, TILE, VEC, layout)
+            phases = phases ^ (((1 << f_tiles) - 1) << next_base)
+            if n_segments > 1:
+                gl.atomic_xchg(slots_ptr + following, _pack(f_max, f_sum), sem="relaxed")
+        if n_segments == 1:
+            row_max = seg_max
+            inv_row_sum = 1.0 / (seg_sum * _exp(seg_max - row_max))  # NaN for a fully -inf row, as in torch
+        else:
+            ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, max_polls)
+            if _anywhere(missing, NUM_WARPS):
+                # a sibling that is not running (the grid is not co-resident): its partial from global memory,
+                # published so that the row's other segments find it too
+                for sibling in range(0, n_segments):
+                    if (sibling != item - row * n_segments) & _anywhere(_missing(packed, siblings, sibling), NUM_WARPS):
+                        s_lo, s_hi = _segment_span(row, sibling, segment_cols, n_cols, W, False, 1)
+                        s_max, s_sum = _global_segment_max_sum(input_ptr, s_lo, s_hi, offsets, TILE, VEC, layout)
+                        gl.atomic_xchg(slots_ptr + row * n_segments + sibling, _pack(s_max, s_sum), sem="relaxed")
+                ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, 1 << 30)
+            part_max = gl.where(in_row, (packed >> 32).to(gl.int32).to(gl.float32, bitcast=True), float("-inf"))
+            part_sum = packed.to(gl.int32).to(gl.float32, bitcast=True)
+            row_max = gl.max(part_max, axis=0)
+            # all -inf parts add 0 * exp(-inf) = 0; a fully -inf row gives NaN, as in torch
+            inv_row_sum = 1.0 / gl.sum(gl.where(in_row, part_sum * _exp(part_max - row_max), 0.0), axis=0)
+        after = item + 2 * step
+        a_row, a_first, a_end, a_tile_start, a_tiles = _item_span(after, n_segments, segment_cols, n_cols, TILE, W)
+        if after >= n_items:
+            a_tiles = 0
+        for t in range(n_tiles):  # pass 2 from this item's group; item k + 2's tile t follows tile t
+            flat = tile_start + t * TILE + offsets
+            y = _exp(_tile(smem, base + t, dtype, TILE, VEC, layout) - row_max) * inv_row_sum
+            gl.store(output_ptr + flat.to(gl.int64), y.to(dtype), mask=(flat >= first) & (flat < end))
+            if t < a_tiles:
+                fence_async_shared()
+                _cta_barrier()  # every warp has read slot base + t
+                _issue_tile(in_desc, smem.index(base + t), bars.index(base + t), a_tile_start + t * TILE, W)
+        for t in range(n_tiles, a_tiles):
+            fence_async_shared()
+            _cta_barrier()
+            _issue_tile(in_desc, smem.index(base + t), bars.index(base + t), a_tile_start + t * TILE, W)
+        base = next_base
+        seg_max = f_max
+        seg_sum = f_sum
+    for i in gl.static_range(2 * SLOTS):
+        mbarrier.invalidate(bars.index(i))
+
+
+@gluon.jit
 def _global_segment_dot(output_ptr, grad_output_ptr, first, end, offsets, TILE: gl.constexpr, VEC: gl.constexpr,
                         layout: gl.constexpr):
     """sum(y * dy) over the flat elements [first, end), read from global memory: the backward's cold path for a
@@ -801,7 +909,7 @@ def fits_grid(op: str, n_rows: int, n_cols: int, elem_bytes: int, vectors_per_th
     tile = num_warps * 32 * vectors_per_thread * 16 // elem_bytes
     width = _forward_width(n_rows, n_cols, elem_bytes)  # the backward's too: it takes only rows of whole vectors
     aligned = bool(aligned and n_cols % width) if op == "forward" else False
-    per_tensor = segment_bytes if op == "forward" else segment_bytes // (4 if lag else 2)
+    per_tensor = segment_bytes // (2 if lag else 1) if op == "forward" else segment_bytes // (4 if lag else 2)
     programs = programs_per_sm * sms
     n_segments = _cut(n_rows, n_cols, tile, per_tensor, elem_bytes, width, aligned, fill_rounds, register_tiles,
                       programs)[0]
@@ -885,18 +993,28 @@ def _last_tile_part_rows(segment_cols: int, tile: int, width: int, tile_loop: bo
 
 def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int, num_warps: int,
                        segment_bytes: int, max_polls: int, tile_loop: bool = False, launch=_direct,
-                       part_rows: int = 0, programs_per_sm: int = 1, aligned: bool = False) -> None:
+                       part_rows: int = 0, programs_per_sm: int = 1, aligned: bool = False,
+                       lag: bool = False) -> None:
     """Launch the tma-stream forward from x into y (both contiguous, x eligible: tma_forward_eligible), through
     launch(kernel, grid, *args, **kwargs); tile_loop: the kernel's TILE_LOOP; part_rows: view rows of the boxes an
     item's last tile is asked for in (0: _last_tile_part_rows's choice); programs_per_sm: programs an SM, each
     holding segment_bytes of slots (under SM_SHARED_BYTES together); aligned: rows that do not start on a view row
-    cut so that only a row's first segment straddles one (_segments, the kernel's ALIGNED)."""
+    cut so that only a row's first segment straddles one (_segments, the kernel's ALIGNED); lag: each program holds
+    two items of half the slots each (_tma_lag_fwd_kernel), for rows of whole view rows only."""
     vec = 16 // x.element_size()
     # rows of whole vectors with a view row width dividing the tensor have no loose elements
     loose = 0 if x.shape[1] % vec == 0 and _view_width(x) else triton.next_power_of_2(
         2 * vec + VIEW_ROW_BYTES[0] // x.element_size())
     width = _forward_width(*x.shape, x.element_size())
     aligned = bool(aligned and x.shape[1] % width)
+    if lag:
+        if loose or x.shape[1] % width:
+            raise ValueError(f"the lagged tma-stream forward takes rows of whole view rows of {width} elements, "
+                             f"not {x.shape[1]} columns")
+        shape = _launch_shape(x, vectors_per_thread, num_warps, segment_bytes // 2, width, programs_per_sm, tensors=2)
+        launch(_tma_lag_fwd_kernel, shape.grid, y, x, shape.descriptor(x), shape.slots, *x.shape, shape.n_segments,
+               shape.segment_cols, max_polls, **shape.constexprs)
+        return
     shape = _launch_shape(x, vectors_per_thread, num_warps, segment_bytes, width, programs_per_sm, aligned=aligned)
     part_rows = part_rows or _last_tile_part_rows(shape.segment_cols, shape.constexprs["TILE"], width, tile_loop)
     launch(_tma_stream_fwd_kernel, shape.grid, y, x, shape.descriptor(x), shape.descriptor(x, part_rows),

@@ -1306,8 +1306,9 @@ class Plan(NamedTuple):
                                # gluon_softmax._filled_segments weighs best for the grid (rounds 145-148)
     register_tiles: int = 0  # backward tma-stream: tiles of y and dy each segment of a row of whole tiles holds in
                              # registers besides its slots (gluon_softmax._register_cut; rounds 152-154)
-    lag: bool = False  # backward tma-stream: each program holds two items in half the slots each and runs the next
-                       # one's pass 1 before this one's wait (gluon_softmax._tma_lag_bwd_kernel; round 168)
+    lag: bool = False  # tma-stream: each program holds two items in half the slots each and runs the next one's
+                       # pass 1 before this one's wait (gluon_softmax._tma_lag_bwd_kernel, _tma_lag_fwd_kernel;
+                       # rounds 168-170); the forward's only for rows of whole view rows (view_rows)
 
 
 # An L2 this large or larger takes the table's min_l2_bytes rows: 60 MiB, the H200's (the H100's holds 50 MiB).
@@ -1578,6 +1579,11 @@ SOFTMAX_PLANS = (
          edges_apart=True),
     Plan("forward",     65536,        2,  4, "tile",       2,     0,    32,    1,    0,      0, 2, partial_vectors=True),
     Plan("forward",     65536,        0,  4, "exchange",   0,  4096,     8,    4),
+    # the H200's fp32 rows of whole view rows past 131,072 (or of under 2 rows an SM) finish each item one step late,
+    # two items of 2 slots a program (round 170: 1M +5.8%, 262,144 1.000; 2-byte rows lost 1-3%: their passes hold
+    # them, round 167)
+    Plan("forward",  math.inf,        0,  4, "tma-stream", 4,    0,     4,    6,    0,  32768, tile_loop=True,
+         view_rows=True, min_l2_bytes=L2_60_MB, lag=True),
     Plan("forward",  math.inf,        0,  0, "tma-stream", 4,    0,     4,    6,    0,  32768, tile_loop=True,
          view_rows=True),
     Plan("forward",    131072,        0,  4, "tma-stream", 4,    0,     4,    5,    0,  40960, tile_loop=True),
@@ -2309,7 +2315,7 @@ def _launch_forward_path(y, x, plan, align, max_segments=0):
     elif plan.path == "tma-stream":
         _gluon_softmax().tma_stream_forward(y, x, plan.rows_per_program, plan.num_warps, plan.segment_bytes,
                                             _max_polls(), plan.tile_loop, launch=_launch,
-                                            programs_per_sm=plan.programs_per_sm, aligned=plan.aligned)
+                                            programs_per_sm=plan.programs_per_sm, aligned=plan.aligned, lag=plan.lag)
     else:
         _forward_tile_stream(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm, plan.segment_bytes,
                              align, plan.unroll, log2, one_warp_from=plan.one_warp_from,

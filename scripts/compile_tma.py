@@ -10,6 +10,7 @@ machine with triton installed can check a launch before device time is spent on 
     python scripts/compile_tma.py backward fp32 --programs 1 --warps 8 --vectors 4 --slots 7 --maxnreg 128
     python scripts/compile_tma.py backward fp32 --programs 1 --warps 8 --vectors 4 --slots 7 --register-tiles 2
     python scripts/compile_tma.py backward fp32 --programs 1 --warps 4 --vectors 4 --slots 7 --lag
+    python scripts/compile_tma.py forward bf16 --programs 6 --warps 4 --vectors 4 --slots 2 --lag
 """
 import argparse
 import json
@@ -31,8 +32,8 @@ def facts(op: str, dtype: str, programs: int, warps: int, vectors: int, slots: i
     dynamic: items taken from a counter, the kernels' DYNAMIC (round 137's patch); prefetch_next: the forward's
     PREFETCH_NEXT (round 140's patch); register_tiles: the backward's tiles of each tensor held in registers, its
     REG (round 152)); poll_sleep: nanoseconds slept before each re-read of the slots, the kernels' POLL_SLEEP
-    (round 166's patch); extra: further constexprs of a probe's patch, by name; lag: the backward holding two items
-    of slots tiles each, _tma_lag_bwd_kernel (round 168))."""
+    (round 166's patch); extra: further constexprs of a probe's patch, by name; lag: two items of slots tiles each a
+    program, _tma_lag_fwd_kernel or _tma_lag_bwd_kernel (rounds 168-170))."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
@@ -55,6 +56,9 @@ def facts(op: str, dtype: str, programs: int, warps: int, vectors: int, slots: i
         kind = dict(LOOSE=triton.next_power_of_2(2 * 16 // elem + width) if loose else 0, TILE_LOOP=tile_loop)
         if aligned or "ALIGNED" in kernel_fn.arg_names:  # a kernel without the cut (round 129) compiles without it
             kind["ALIGNED"] = aligned
+        if lag:  # rows of whole view rows, the tiles as a loop: no part descriptor, no LOOSE
+            signature = {"output_ptr": pointer, "input_ptr": pointer, "in_desc": desc, **scalars}
+            kernel_fn, divisible, kind = gs._tma_lag_fwd_kernel, (0, 1, 3), {}
     else:
         signature = {"grad_input_ptr": pointer, "output_ptr": pointer, "grad_output_ptr": pointer, "y_desc": desc,
                      "dy_desc": desc, **scalars}

@@ -11,6 +11,8 @@ three fresh inputs a shape, every output checked against float64 first.
 
     python scripts/probe_tma_lag_forward.py           # on a Hopper GPU; $OUT/probe_tma_lag_forward.json
     python scripts/probe_tma_lag_forward.py compile   # no GPU: registers and spills of each launch, sm_90
+    AB_BEFORE=before.py python scripts/probe_tma_lag_forward.py table   # round 171: the table's lag row against
+                                                                          # the module at AB_BEFORE
 """
 import re
 import sys
@@ -188,10 +190,17 @@ if __name__ == "__main__":
         raise SystemExit(0)
     import torch
     from probe_long_rows import save_results, sm, warm_up_gpu
-    from probe_trials import ab_trials
+    from probe_trials import ab_trials, before_module
     warm_up_gpu()
     print(torch.cuda.get_device_name(), flush=True)
     results: list = []
+    if sys.argv[1:] == ["table"]:  # round 171: fp32 rows of whole view rows, and controls the row does not take
+        shapes = [(n, "float32") for n in (196608, 262144, 393216, 524288, 655360, 786432, 1048576, 1310720, 2097152,
+                                           131072, 777777)] + [(1048576, "bfloat16")]
+        ab_trials("forward, the table against AB_BEFORE's", sm.softmax_forward, shapes, results,
+                  baseline=before_module().softmax_forward, trials=3)
+        save_results("probe_tma_lag_forward_table.json", results)
+        raise SystemExit(0)
     for launch in LAUNCHES:
         label = "forward lagged, %d programs of %d warps x %d vectors, 2 x %d slots of 8 KB" % launch
         ab_trials(label, lag_forward(*launch), SHAPES, results, trials=3)

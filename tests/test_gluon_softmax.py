@@ -41,7 +41,7 @@ def forward_launch(plan) -> tuple:
     if plan.path != "tma-stream":
         return (plan.path,)
     return (plan.path, plan.programs_per_sm, plan.num_warps, plan.rows_per_program, plan.segment_bytes // 1024,
-            plan.tile_loop, plan.aligned)
+            plan.tile_loop, plan.aligned, plan.lag)
 
 
 @pytest.mark.parametrize("gpu_l2_mb", [0, 50, 60], ids=["this-device", "h100-l2", "h200-l2"])
@@ -52,7 +52,8 @@ def test_the_forward_rows_by_type_and_vectors(gpu_l2_mb, monkeypatch):
     6 of 4, cut on view rows. 2-byte rows off view rows of 65,537-131,072 with 2 rows an SM or more take 4 programs
     of 6 slots of 8 KB: on 8 warps of 2 vectors on an L2 under 60 MB (the H100, round 120), on 4 warps of 4 vectors
     on the H200's (round 121). Only where the caller says the tensor is eligible: without that (the interpreter,
-    other tensors) the same shapes take tile-stream or tile. On this device, and as on a GPU of 132 SMs with the
+    other tensors) the same shapes take tile-stream or tile. The H200's fp32 rows of whole view rows past 131,072 (or of
+    under 2 rows an SM) hold two items a program (lag, round 170). On this device, and as on a GPU of 132 SMs with the
     H100's L2 and with the H200's, so that CI checks both GPUs' rows."""
     assert gs.VIEW_ROW_BYTES[0] == sm.TMA_VIEW_ROW_BYTES
     if gpu_l2_mb:
@@ -60,9 +61,9 @@ def test_the_forward_rows_by_type_and_vectors(gpu_l2_mb, monkeypatch):
         monkeypatch.setattr(sm, "_sm_count", lambda device: 132)
     many = 2 * sm._sm_count(DEVICE)
     big_l2 = sm._l2_bytes(DEVICE) >= sm.L2_60_MB  # the H200; else (the interpreter too) the H100's rows
-    six_4, five_4 = ("tma-stream", 6, 4, 4, 32, True, False), ("tma-stream", 5, 4, 4, 40, True, False)
-    six_4_cut, five_4_cut = six_4[:-1] + (True,), five_4[:-1] + (True,)
-    four_4, four_8 = ("tma-stream", 4, 4, 4, 48, True, False), ("tma-stream", 4, 8, 2, 48, True, False)
+    six_4, five_4 = ("tma-stream", 6, 4, 4, 32, True, False, False), ("tma-stream", 5, 4, 4, 40, True, False, False)
+    six_4_cut, five_4_cut = six_4[:-2] + (True, False), five_4[:-2] + (True, False)
+    four_4, four_8 = ("tma-stream", 4, 4, 4, 48, True, False, False), ("tma-stream", 4, 8, 2, 48, True, False, False)
     four = four_4 if big_l2 else four_8
     for n_rows, n_cols, elem_bytes, align, launch, without in (
             (1024, 131072, 4, 4, six_4, "tile-stream"), (512, 262144, 4, 4, six_4, "tile-stream"),
@@ -77,6 +78,8 @@ def test_the_forward_rows_by_type_and_vectors(gpu_l2_mb, monkeypatch):
             (128, 1 << 20, 2, 8, six_4, "tile-stream"), (172, 777777, 2, 1, six_4_cut, "tile-stream"),
             (256, 524288, 2, 8, six_4, "tile-stream"), (512, 262144, 2, 8, six_4, "tile-stream"),
             (many - 1, 100001, 2, 1, six_4_cut, "tile-stream")):
+        if big_l2 and elem_bytes == 4 and launch == six_4 and (n_cols > 131072 or n_rows < many):
+            launch = six_4[:-1] + (True,)  # the H200's fp32 rows of whole view rows, one step late (round 170)
         plan = sm._select_plan("forward", n_rows, n_cols, elem_bytes, DEVICE, align, True)
         assert forward_launch(plan) == launch, (n_rows, n_cols, elem_bytes, plan)
         assert sm._select_plan("forward", n_rows, n_cols, elem_bytes, DEVICE, align).path == without
@@ -309,10 +312,28 @@ def test_a_lagged_backward_row_counts_half_the_slots_an_item(monkeypatch):
     assert (plan.lag, plan.register_tiles) == (False, 2)
 
 
+def test_the_lagged_forward_compiles_without_spills():
+    """The H200's lagged forward (round 170) compiles for sm_90 with nothing spilled under its 6 programs' register
+    share, in fp32 and bf16, and 6 programs' slots fit an SM."""
+    plan = next(plan for plan in sm.SOFTMAX_PLANS if plan.lag and plan.op == "forward")
+    tile = plan.num_warps * 32 * plan.rows_per_program * 16
+    env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
+    for dtype in ("fp32", "bf16"):
+        command = [sys.executable, "scripts/compile_tma.py", "forward", dtype, "--programs",
+                   str(plan.programs_per_sm), "--warps", str(plan.num_warps), "--vectors", str(plan.rows_per_program),
+                   "--slots", str(plan.segment_bytes // 2 // tile), "--lag"]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600,
+                              cwd=Path(__file__).resolve().parent.parent)
+        assert done.returncode == 0, done.stderr[-2000:]
+        facts = json.loads(done.stdout)
+        assert facts["stack"] == 0 and facts["local"] == 0 and facts["registers"] <= facts["register_cap"], facts
+        assert plan.programs_per_sm * (facts["shared"] + gs.PROGRAM_RESERVED_BYTES) <= gs.SM_SHARED_BYTES, facts
+
+
 def test_the_lagged_backward_compiles_without_spills():
     """The H200's lagged backward (round 168) compiles for sm_90 with nothing spilled, in fp32 and bf16, its two
     items' slots within one program's shared memory."""
-    plan = next(plan for plan in sm.SOFTMAX_PLANS if plan.lag)
+    plan = next(plan for plan in sm.SOFTMAX_PLANS if plan.lag and plan.op == "backward")
     slots = plan.segment_bytes // 4 // (plan.num_warps * 32 * plan.rows_per_program * 16)
     env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
     for dtype in ("fp32", "bf16"):
@@ -729,6 +750,34 @@ def test_exchange_cold_paths_match_float64(n_rows, n_cols, monkeypatch):
                                                  (5, 593920, torch.float32), (3, 1 << 20, torch.bfloat16)], ids=str)
 def test_backward_with_register_tiles_matches_float64(n_rows, n_cols, dtype):
     backward_launch_checked(*backward_operands(n_rows, n_cols, dtype, seed=8), 4, 8, gs.SEGMENT_BYTES, register_tiles=2)
+
+
+# The forward holding two items a program (round 170) on either GPU, on the table's 6 programs of 2 x 2 slots of 8 KB:
+# rows of whole view rows of many segments with more items than programs (300 x 131,072 fp32: 4 segments; 2 x 1M:
+# 64), of one segment (40 x 8,192: the carried max and sum), bf16 and fp16; -inf masks and a row of only -inf (NaN, as
+# torch); siblings waited for, and none (max_polls 0).
+@on_hopper
+@pytest.mark.parametrize("n_rows,n_cols,dtype", [(300, 131072, torch.float32), (2, 1 << 20, torch.float32),
+                                                 (40, 8192, torch.float32), (64, 262144, torch.bfloat16),
+                                                 (16, 65536, torch.float16)], ids=str)
+def test_forward_finished_one_step_late_matches_float64(n_rows, n_cols, dtype):
+    x = long_rows(n_rows, n_cols, seed=14, dtype=dtype)
+    x[0, ::7] = float("-inf")
+    x[-1] = float("-inf")
+    atol, rtol = FORWARD_TOL[dtype]
+    for max_polls in (sm._max_polls(), 0):
+        y = torch.empty_like(x)
+        gs.tma_stream_forward(y, x, 4, 4, 32768, max_polls, True, programs_per_sm=6, lag=True)
+        torch.testing.assert_close(y.double(), torch.softmax(x.double(), -1), atol=atol, rtol=rtol, equal_nan=True)
+
+
+@on_hopper
+def test_the_lagged_forward_refuses_rows_off_view_rows():
+    """Rows that are not whole view rows have loose elements, which the lagged kernel does not take: a clear error,
+    not a wrong output (the table gives it only rows of whole view rows)."""
+    x = long_rows(4, 100000)
+    with pytest.raises(ValueError, match="whole view rows"):
+        gs.tma_stream_forward(torch.empty_like(x), x, 4, 4, 32768, sm._max_polls(), True, programs_per_sm=6, lag=True)
 
 
 # Two items a program, each finished one step late (round 168) on either GPU: rows of many segments with more items
