@@ -23,6 +23,7 @@ two segments of 50,000 near 65,536's rate, and 262,144-1M (8-32 segments) at 84-
 siblings with its registers full; segments of 16,384 columns on four programs an SM between the two. If 65,536 and
 100,000 gain 3% or more over the table, a table row for the H200's 2-byte rows of 65,536-131,072 follows.
 """
+import os
 import sys
 from pathlib import Path
 
@@ -36,7 +37,8 @@ from kernels.triton_softmax import LOG2E, _anywhere, _await_row, _combine_partia
 
 # (columns a segment, warps, programs an SM, lanes a tile): 32,768 columns as 8 tiles of 4,096 lanes on 8 warps (64
 # registers a thread for the segment in its own type, as row-tiles at 32,768), and 16,384 on 4 programs
-LAUNCHES = [(32768, 8, 2, 4096), (16384, 8, 4, 4096), (49152, 8, 2, 4096)]
+LAUNCHES = [(32768, 8, 2, 4096), (16384, 8, 4, 4096), (49152, 8, 2, 4096), (16384, 4, 4, 2048)]
+COMPILED: dict = {}
 SHAPES = [(65536, "bfloat16"), (65536, "float16"), (100000, "bfloat16"), (100000, "float16"), (131072, "bfloat16"),
           (262144, "float16"), (1048576, "bfloat16")]
 
@@ -53,7 +55,7 @@ def _merge(run_max, run_sum, x):
 @triton.jit
 def _segment_tiles_fwd_kernel(output_ptr, input_ptr, slots_ptr, n_rows, n_cols, n_segments, segment_cols, max_polls,
                               N_TILES: tl.constexpr, TILE: tl.constexpr, SEGMENTS_BLOCK: tl.constexpr,
-                              ALIGN: tl.constexpr, PTX: tl.constexpr):
+                              ALIGN: tl.constexpr, PTX: tl.constexpr, COLD: tl.constexpr = True):
     """Softmax of a contiguous [n_rows, n_cols] input, (row, segment) items on a persistent grid: each segment held in
     N_TILES register tiles of TILE lanes in the input's own type, its (max, sum) published to its slot, the row's
     read back once every sibling has published, then the segment written from the registers."""
@@ -89,7 +91,7 @@ def _segment_tiles_fwd_kernel(output_ptr, input_ptr, slots_ptr, n_rows, n_cols, 
             # never 0: a finite max has sum >= 1, and -inf's bits are not 0
             tl.atomic_xchg(slots_ptr + item, _pack(seg_max, seg_sum), sem="relaxed")
             packed, n_missing, in_row = _await_row(slots_ptr, row, n_segments, max_polls, SEGMENTS_BLOCK)
-            if _anywhere(n_missing > 0):
+            if COLD and _anywhere(n_missing > 0):  # COLD False: the grid must be co-resident (no cold path)
                 # siblings not running (not co-resident, or the sequential interpreter): their partials from the
                 # input, published so that later siblings need not
                 for sibling in range(0, n_segments):
@@ -119,7 +121,8 @@ def _segment_tiles_fwd_kernel(output_ptr, input_ptr, slots_ptr, n_rows, n_cols, 
             tl.store(output_ptr + base + k * TILE + cols, y.to(in_type), mask=k * TILE + cols < seg_len)
 
 
-def segment_tiles_forward(segment_cols: int, num_warps: int, programs_per_sm: int, tile: int, max_polls: int = 4096):
+def segment_tiles_forward(segment_cols: int, num_warps: int, programs_per_sm: int, tile: int, max_polls: int = 4096,
+                          cold: bool = True):
     """The probe's forward: rows cut into segments of segment_cols columns (whole tiles of tile lanes), one program a
     segment at a time on a persistent grid of programs_per_sm programs an SM."""
     def run(x: torch.Tensor) -> torch.Tensor:
@@ -137,10 +140,14 @@ def segment_tiles_forward(segment_cols: int, num_warps: int, programs_per_sm: in
             options = dict(num_warps=num_warps, maxnreg=65536 // (programs_per_sm * num_warps * 32) // 8 * 8)
         else:
             grid, options = (min(4, n_rows * n_segments),), {}
-        _segment_tiles_fwd_kernel[grid](y, x, slots, n_rows, n_cols, n_segments, seg, max_polls,
+        compiled = _segment_tiles_fwd_kernel[grid](y, x, slots, n_rows, n_cols, n_segments, seg, max_polls,
                                         N_TILES=triton.cdiv(seg, tile), TILE=tile,
                                         SEGMENTS_BLOCK=max(2, triton.next_power_of_2(n_segments)), ALIGN=align,
-                                        PTX=x.is_cuda, **options)
+                                        PTX=x.is_cuda, COLD=cold, **options)
+        key = (x.dtype, segment_cols, num_warps, programs_per_sm, tile, cold)
+        if x.is_cuda and key not in COMPILED:  # registers and spills, once a launch and dtype
+            COMPILED[key] = (compiled.n_regs, compiled.n_spills)
+            print(f"{key}: {compiled.n_regs} registers, {compiled.n_spills} spilled", flush=True)
         return y
     return run
 
@@ -173,7 +180,9 @@ if __name__ == "__main__":
     warm_up_gpu()
     print(torch.cuda.get_device_name(), flush=True)
     results: list = []
+    cold = os.environ.get("COLD", "1") == "1"  # COLD=0: no cold path (round 172b: the cold path spilled)
     for launch in LAUNCHES:
         label = "forward, segments of %d columns in registers, %d warps, %d programs an SM, tiles of %d" % launch
-        ab_trials(label, segment_tiles_forward(*launch), SHAPES, results, trials=3)
-    save_results("probe_segment_tiles.json", results)
+        ab_trials(label + ("" if cold else ", no cold path"), segment_tiles_forward(*launch, cold=cold), SHAPES,
+                  results, trials=3)
+        save_results("probe_segment_tiles.json", results + [{"compiled": str(COMPILED)}])  # kept if a later launch fails
