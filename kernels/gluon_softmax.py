@@ -207,6 +207,30 @@ def _combine(vec_max, vec_sum):
 
 
 @gluon.jit
+def _row_max_inv_sum(input_ptr, slots_ptr, row, item, n_segments, segment_cols, n_cols, siblings, max_polls, offsets,
+                     W: gl.constexpr, ALIGNED: gl.constexpr, STEP: gl.constexpr, TILE: gl.constexpr,
+                     VEC: gl.constexpr, layout: gl.constexpr, NUM_WARPS: gl.constexpr):
+    """(max, 1 / sum of exp(x - max)) of item's row from its segments' slots, re-read until every sibling has
+    published; a sibling that is not running (the grid is not co-resident: max_polls spent) has its partial computed
+    from global memory and published, so that the row's other segments find it too."""
+    ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, max_polls)
+    if _anywhere(missing, NUM_WARPS):
+        for sibling in range(0, n_segments):
+            if (sibling != item - row * n_segments) & _anywhere(_missing(packed, siblings, sibling), NUM_WARPS):
+                s_first, s_end = _segment_span(row, sibling, segment_cols, n_cols, W, ALIGNED, STEP)
+                s_max, s_sum = _global_segment_max_sum(input_ptr, s_first, s_end, offsets, TILE, VEC, layout)
+                gl.atomic_xchg(slots_ptr + row * n_segments + sibling, _pack(s_max, s_sum), sem="relaxed")
+        # every slot is written now: each warp re-reads its copy until it sees them all (one re-read, and a
+        # decision of each warp's own, once left a warp summing its row without one partial on an H100)
+        ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, 1 << 30)
+    part_max = gl.where(in_row, (packed >> 32).to(gl.int32).to(gl.float32, bitcast=True), float("-inf"))
+    part_sum = packed.to(gl.int32).to(gl.float32, bitcast=True)
+    row_max = gl.max(part_max, axis=0)
+    # all -inf parts add 0 * exp(-inf) = 0; a fully -inf row gives NaN, as in torch
+    return row_max, 1.0 / gl.sum(gl.where(in_row, part_sum * _exp(part_max - row_max), 0.0), axis=0)
+
+
+@gluon.jit
 def _loose_offsets(first, end, covered, VEC: gl.constexpr, LOOSE: gl.constexpr, layout: gl.constexpr):
     """(flat indices, mask) of an item's loose elements, those outside its whole 16-byte vectors in the descriptor:
     the head [first, first rounded up to VEC), the foot [last rounded down to VEC, last) with last = min(end,
@@ -340,23 +364,9 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
             inv_row_sum = 1.0 / (seg_sum * _exp(seg_max - row_max))  # NaN for a fully -inf row, as in torch
         else:
             gl.atomic_xchg(slots_ptr + item, _pack(seg_max, seg_sum), sem="relaxed")
-            ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, max_polls)
-            if _anywhere(missing, NUM_WARPS):
-                # a sibling that is not running (the grid is not co-resident): its partial from global memory,
-                # published so that the row's other segments find it too
-                for sibling in range(0, n_segments):
-                    if (sibling != item - row * n_segments) & _anywhere(_missing(packed, siblings, sibling), NUM_WARPS):
-                        s_first, s_end = _segment_span(row, sibling, segment_cols, n_cols, W, ALIGNED, STEP)
-                        s_max, s_sum = _global_segment_max_sum(input_ptr, s_first, s_end, offsets, TILE, VEC, layout)
-                        gl.atomic_xchg(slots_ptr + row * n_segments + sibling, _pack(s_max, s_sum), sem="relaxed")
-                # every slot is written now: each warp re-reads its copy until it sees them all (one re-read, and a
-                # decision of each warp's own, once left a warp summing its row without one partial on an H100)
-                ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, 1 << 30)
-            part_max = gl.where(in_row, (packed >> 32).to(gl.int32).to(gl.float32, bitcast=True), float("-inf"))
-            part_sum = packed.to(gl.int32).to(gl.float32, bitcast=True)
-            row_max = gl.max(part_max, axis=0)
-            # all -inf parts add 0 * exp(-inf) = 0; a fully -inf row gives NaN, as in torch
-            inv_row_sum = 1.0 / gl.sum(gl.where(in_row, part_sum * _exp(part_max - row_max), 0.0), axis=0)
+            row_max, inv_row_sum = _row_max_inv_sum(input_ptr, slots_ptr, row, item, n_segments, segment_cols, n_cols,
+                                                    siblings, max_polls, offsets, W, ALIGNED, STEP, TILE, VEC, layout,
+                                                    NUM_WARPS)
         if LOOSE > 0:
             y_loose = (_exp(loose_x - row_max) * inv_row_sum).to(dtype)
             gl.store(output_ptr + loose.to(gl.int64), y_loose, mask=loose_mask)
@@ -459,21 +469,9 @@ def _tma_lag_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_col
             row_max = seg_max
             inv_row_sum = 1.0 / (seg_sum * _exp(seg_max - row_max))  # NaN for a fully -inf row, as in torch
         else:
-            ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, max_polls)
-            if _anywhere(missing, NUM_WARPS):
-                # a sibling that is not running (the grid is not co-resident): its partial from global memory,
-                # published so that the row's other segments find it too
-                for sibling in range(0, n_segments):
-                    if (sibling != item - row * n_segments) & _anywhere(_missing(packed, siblings, sibling), NUM_WARPS):
-                        s_lo, s_hi = _segment_span(row, sibling, segment_cols, n_cols, W, False, 1)
-                        s_max, s_sum = _global_segment_max_sum(input_ptr, s_lo, s_hi, offsets, TILE, VEC, layout)
-                        gl.atomic_xchg(slots_ptr + row * n_segments + sibling, _pack(s_max, s_sum), sem="relaxed")
-                ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, 1 << 30)
-            part_max = gl.where(in_row, (packed >> 32).to(gl.int32).to(gl.float32, bitcast=True), float("-inf"))
-            part_sum = packed.to(gl.int32).to(gl.float32, bitcast=True)
-            row_max = gl.max(part_max, axis=0)
-            # all -inf parts add 0 * exp(-inf) = 0; a fully -inf row gives NaN, as in torch
-            inv_row_sum = 1.0 / gl.sum(gl.where(in_row, part_sum * _exp(part_max - row_max), 0.0), axis=0)
+            row_max, inv_row_sum = _row_max_inv_sum(input_ptr, slots_ptr, row, item, n_segments, segment_cols, n_cols,
+                                                    siblings, max_polls, offsets, W, False, 1, TILE, VEC, layout,
+                                                    NUM_WARPS)
         after = item + 2 * step
         a_row, a_first, a_end, a_tile_start, a_tiles = _item_span(after, n_segments, segment_cols, n_cols, TILE, W)
         if after >= n_items:
@@ -516,6 +514,29 @@ def _pack_dot(dot):
     """A segment's dot as a slot: its bits in the lower word, 1.0's in the upper, so the slot is never 0 ("missing")
     whatever the dot (as triton_softmax's stream kernel)."""
     return (dot.to(gl.int32, bitcast=True).to(gl.int64) & 0xFFFFFFFF) | 0x3F80000000000000
+
+
+@gluon.jit
+def _row_dot_of(output_ptr, grad_output_ptr, slots_ptr, row, item, n_segments, segment_cols, n_cols, siblings,
+                max_polls, offsets, TILE: gl.constexpr, VEC: gl.constexpr, layout: gl.constexpr,
+                NUM_WARPS: gl.constexpr):
+    """sum(y * dy) of item's row from its segments' slots, re-read until every sibling has published; a sibling that
+    is not running (the grid is not co-resident: max_polls spent) has its dot computed from global memory and
+    published, so that the row's other segments find it too."""
+    ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, max_polls)
+    if _anywhere(missing, NUM_WARPS):
+        row_first = row * n_cols
+        for sibling in range(0, n_segments):
+            if (sibling != item - row * n_segments) & _anywhere(_missing(packed, siblings, sibling), NUM_WARPS):
+                s_first = row_first + sibling * segment_cols
+                s_dot = _global_segment_dot(output_ptr, grad_output_ptr, s_first,
+                                            gl.minimum(s_first + segment_cols, row_first + n_cols), offsets, TILE, VEC,
+                                            layout)
+                gl.atomic_xchg(slots_ptr + row * n_segments + sibling, _pack_dot(s_dot), sem="relaxed")
+        # every slot is written now: each warp re-reads its copy until it sees them all (one re-read, and a
+        # decision of each warp's own, once left a warp summing its row without one partial on an H100)
+        ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, 1 << 30)
+    return gl.sum(gl.where(in_row, packed.to(gl.int32).to(gl.float32, bitcast=True), 0.0), axis=0)
 
 
 @gluon.jit
@@ -594,21 +615,8 @@ def _tma_stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, y_desc, 
             row_dot += gl.sum(gl.sum(block_y.to(gl.float32) * block_dy.to(gl.float32), axis=1), axis=0)
         if n_segments > 1:
             gl.atomic_xchg(slots_ptr + item, _pack_dot(row_dot), sem="relaxed")
-            ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, max_polls)
-            if _anywhere(missing, NUM_WARPS):
-                row_first = row * n_cols
-                for sibling in range(0, n_segments):
-                    if (sibling != item - row * n_segments) & _anywhere(_missing(packed, siblings, sibling), NUM_WARPS):
-                        s_first = row_first + sibling * segment_cols
-                        s_dot = _global_segment_dot(
-                            output_ptr, grad_output_ptr, s_first,
-                            gl.minimum(s_first + segment_cols, row_first + n_cols), offsets, TILE, VEC,
-                            layout)
-                        gl.atomic_xchg(slots_ptr + row * n_segments + sibling, _pack_dot(s_dot), sem="relaxed")
-                # every slot is written now: each warp re-reads its copy until it sees them all (one re-read, and a
-                # decision of each warp's own, once left a warp summing its row without one partial on an H100)
-                ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, 1 << 30)
-            row_dot = gl.sum(gl.where(in_row, packed.to(gl.int32).to(gl.float32, bitcast=True), 0.0), axis=0)
+            row_dot = _row_dot_of(output_ptr, grad_output_ptr, slots_ptr, row, item, n_segments, segment_cols, n_cols,
+                                  siblings, max_polls, offsets, TILE, VEC, layout, NUM_WARPS)
         next_item = item + step
         next_row, next_first, next_end, next_tile_start, next_tiles = _item_span(
             next_item, n_segments, segment_cols, n_cols, TILE, W)
@@ -714,20 +722,8 @@ def _tma_lag_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, y_desc, dy_
                 gl.atomic_xchg(slots_ptr + following, _pack_dot(f_dot), sem="relaxed")
         row_dot = dot
         if n_segments > 1:
-            ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, max_polls)
-            if _anywhere(missing, NUM_WARPS):
-                # a sibling that is not running (the grid is not co-resident): its dot from global memory, published
-                # so that the row's other segments find it too
-                row_first = row * n_cols
-                for sibling in range(0, n_segments):
-                    if (sibling != item - row * n_segments) & _anywhere(_missing(packed, siblings, sibling), NUM_WARPS):
-                        s_first = row_first + sibling * segment_cols
-                        s_dot = _global_segment_dot(output_ptr, grad_output_ptr, s_first,
-                                                    gl.minimum(s_first + segment_cols, row_first + n_cols), offsets,
-                                                    TILE, VEC, layout)
-                        gl.atomic_xchg(slots_ptr + row * n_segments + sibling, _pack_dot(s_dot), sem="relaxed")
-                ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, 1 << 30)
-            row_dot = gl.sum(gl.where(in_row, packed.to(gl.int32).to(gl.float32, bitcast=True), 0.0), axis=0)
+            row_dot = _row_dot_of(output_ptr, grad_output_ptr, slots_ptr, row, item, n_segments, segment_cols, n_cols,
+                                  siblings, max_polls, offsets, TILE, VEC, layout, NUM_WARPS)
         after = item + 2 * step
         a_row, a_first, a_end, a_tile_start, a_tiles = _item_span(after, n_segments, segment_cols, n_cols, TILE, W)
         if after >= n_items:
