@@ -400,25 +400,37 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
 
 
 @gluon.jit
-def _lag_stats(smem, bars, base, phases, tile_start, n_tiles, first, end, offsets, dtype: gl.constexpr,
-               TILE: gl.constexpr, VEC: gl.constexpr, layout: gl.constexpr):
+def _lag_stats(input_ptr, smem, bars, base, phases, tile_start, n_tiles, first, end, covered, offsets, vector_starts,
+               dtype: gl.constexpr, TILE: gl.constexpr, VEC: gl.constexpr, LOOSE: gl.constexpr, layout: gl.constexpr,
+               lanes: gl.constexpr):
     """Pass 1 of an item held in slots base ..: its (max, sum of exp(x - max)) over [first, end), each tile as it
-    lands."""
+    lands (its whole vectors, _in_tiles), with its loose elements (LOOSE > 0) read from global memory."""
+    last = gl.minimum(end, covered)
+    if LOOSE > 0:  # asked for first, so that their latency passes under the tiles'
+        loose, loose_mask = _loose_offsets(first, end, covered, VEC, LOOSE, lanes)
+        loose_x = gl.load(input_ptr + loose.to(gl.int64), mask=loose_mask, other=float("-inf")).to(gl.float32)
     vec_max = gl.full([TILE // VEC], float("-inf"), gl.float32, layout=gl.SliceLayout(1, layout))
     vec_sum = gl.full([TILE // VEC], 0.0, gl.float32, layout=gl.SliceLayout(1, layout))
     for t in range(n_tiles):
         mbarrier.wait(bars.index(base + t), (phases >> (base + t)) & 1)
-        flat = tile_start + t * TILE + offsets
-        x = gl.where((flat >= first) & (flat < end), _tile(smem, base + t, dtype, TILE, VEC, layout), float("-inf"))
+        mask = _in_tiles(tile_start + t * TILE, offsets, vector_starts, first, end, last, VEC, LOOSE)
+        x = gl.where(mask, _tile(smem, base + t, dtype, TILE, VEC, layout), float("-inf"))
         vec_max, vec_sum = _online(vec_max, vec_sum, x)
-    return _combine(vec_max, vec_sum)
+    seg_max, seg_sum = _combine(vec_max, vec_sum)
+    if LOOSE > 0:
+        tiles_max = seg_max
+        seg_max = gl.maximum(tiles_max, gl.max(loose_x, axis=0))
+        safe_max = gl.where(seg_max == float("-inf"), 0.0, seg_max)
+        seg_sum = seg_sum * _exp(tiles_max - safe_max) + gl.sum(_exp(loose_x - safe_max), axis=0)
+    return seg_max, seg_sum
 
 
 @gluon.jit
 def _tma_lag_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_cols, n_segments, segment_cols,
                         max_polls, TILE: gl.constexpr, SLOTS: gl.constexpr, VEC: gl.constexpr,
-                        SEGMENTS_BLOCK: gl.constexpr, NUM_WARPS: gl.constexpr):
-    """_tma_stream_fwd_kernel's softmax for rows of whole view rows (no loose elements; the tiles as a loop), each
+                        SEGMENTS_BLOCK: gl.constexpr, NUM_WARPS: gl.constexpr, LOOSE: gl.constexpr = 0,
+                        ALIGNED: gl.constexpr = False):
+    """_tma_stream_fwd_kernel's softmax (the tiles as a loop; its LOOSE elements and ALIGNED cut), each
     item finished one step late, as _tma_lag_bwd_kernel's backward: two items a program in two groups of SLOTS slots,
     item k + 1's pass 1 and partial before item k waits for its row, item k's pass 2 refilling its group with item
     k + 2's tiles (round 170: the H200's fp32 1M +5.8% on the table's 6 programs an SM, at half the bytes an item;
@@ -426,42 +438,49 @@ def _tma_lag_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_col
     (max, sum) instead of publishing it."""
     dtype: gl.constexpr = in_desc.dtype
     W: gl.constexpr = in_desc.block_type.shape[1]
+    STEP: gl.constexpr = VEC if LOOSE == 0 else 1  # rows of whole vectors start on a vector
     layout: gl.constexpr = gl.BlockedLayout([1, VEC], [32, 1], [NUM_WARPS, 1], [1, 0])
+    lanes: gl.constexpr = gl.BlockedLayout([1], [32], [NUM_WARPS], [0])
     smem = gl.allocate_shared_memory(dtype, [2 * SLOTS] + in_desc.block_type.shape, in_desc.layout)
     bars = _new_barriers(2 * SLOTS)
-    n_cols = n_cols // VEC * VEC  # tells the compiler what the launch checked: rows of whole view rows
+    if LOOSE == 0:
+        n_cols = n_cols // VEC * VEC  # tells the compiler what the launch checked: rows of whole 16-byte vectors
     segment_cols = segment_cols // VEC * VEC
+    covered = n_rows * n_cols // W * W  # the elements the descriptor's whole view rows hold
     offsets = _tile_offsets(TILE, VEC, layout)
-    siblings = gl.arange(0, SEGMENTS_BLOCK, layout=gl.BlockedLayout([1], [32], [NUM_WARPS], [0]))
+    vector_starts = gl.expand_dims(gl.arange(0, TILE // VEC, layout=gl.SliceLayout(1, layout)), 1) * VEC
+    siblings = gl.arange(0, SEGMENTS_BLOCK, layout=lanes)
     n_items = n_rows * n_segments
     step = gl.num_programs(0)
     item = gl.program_id(0)  # the grid is at most an item a program: every program has a first item
-    row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W)
+    row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W, ALIGNED, STEP)
     for t in range(n_tiles):
         _issue_tile(in_desc, smem.index(t), bars.index(t), tile_start + t * TILE, W)
     second = item + step
-    s_row, s_first, s_end, s_tile_start, s_tiles = _item_span(second, n_segments, segment_cols, n_cols, TILE, W)
+    s_row, s_first, s_end, s_tile_start, s_tiles = _item_span(second, n_segments, segment_cols, n_cols, TILE, W,
+                                                              ALIGNED, STEP)
     if second < n_items:
         for t in range(s_tiles):
             _issue_tile(in_desc, smem.index(SLOTS + t), bars.index(SLOTS + t), s_tile_start + t * TILE, W)
     phases = item * 0  # bit i: the phase slot i's barrier completes next
-    seg_max, seg_sum = _lag_stats(smem, bars, 0, phases, tile_start, n_tiles, first, end, offsets, dtype, TILE, VEC,
-                                  layout)
+    seg_max, seg_sum = _lag_stats(input_ptr, smem, bars, 0, phases, tile_start, n_tiles, first, end, covered, offsets,
+                                  vector_starts, dtype, TILE, VEC, LOOSE, layout, lanes)
     phases = phases ^ ((1 << n_tiles) - 1)
     if n_segments > 1:
         gl.atomic_xchg(slots_ptr + item, _pack(seg_max, seg_sum), sem="relaxed")
     base = item * 0  # the group of the item whose pass 2 comes next
     for item in range(gl.program_id(0), n_items, step):
-        row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W)
+        row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W, ALIGNED,
+                                                          STEP)
         next_base = SLOTS - base
         following = item + step
         f_row, f_first, f_end, f_tile_start, f_tiles = _item_span(following, n_segments, segment_cols, n_cols, TILE,
-                                                                  W)
+                                                                  W, ALIGNED, STEP)
         f_max = seg_max
         f_sum = seg_sum
         if following < n_items:  # the lag: the next item's pass 1 and partial before this item's wait
-            f_max, f_sum = _lag_stats(smem, bars, next_base, phases, f_tile_start, f_tiles, f_first, f_end, offsets,
-                                      dtype, TILE, VEC, layout)
+            f_max, f_sum = _lag_stats(input_ptr, smem, bars, next_base, phases, f_tile_start, f_tiles, f_first, f_end,
+                                      covered, offsets, vector_starts, dtype, TILE, VEC, LOOSE, layout, lanes)
             phases = phases ^ (((1 << f_tiles) - 1) << next_base)
             if n_segments > 1:
                 gl.atomic_xchg(slots_ptr + following, _pack(f_max, f_sum), sem="relaxed")
@@ -470,16 +489,24 @@ def _tma_lag_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_col
             inv_row_sum = 1.0 / (seg_sum * _exp(seg_max - row_max))  # NaN for a fully -inf row, as in torch
         else:
             row_max, inv_row_sum = _row_max_inv_sum(input_ptr, slots_ptr, row, item, n_segments, segment_cols, n_cols,
-                                                    siblings, max_polls, offsets, W, False, 1, TILE, VEC, layout,
+                                                    siblings, max_polls, offsets, W, ALIGNED, STEP, TILE, VEC, layout,
                                                     NUM_WARPS)
         after = item + 2 * step
-        a_row, a_first, a_end, a_tile_start, a_tiles = _item_span(after, n_segments, segment_cols, n_cols, TILE, W)
+        a_row, a_first, a_end, a_tile_start, a_tiles = _item_span(after, n_segments, segment_cols, n_cols, TILE, W,
+                                                                  ALIGNED, STEP)
         if after >= n_items:
             a_tiles = 0
+        if LOOSE > 0:  # read again: they were read an item ago, and L2 holds them
+            loose, loose_mask = _loose_offsets(first, end, covered, VEC, LOOSE, lanes)
+            loose_x = gl.load(input_ptr + loose.to(gl.int64), mask=loose_mask, other=float("-inf")).to(gl.float32)
+            gl.store(output_ptr + loose.to(gl.int64), (_exp(loose_x - row_max) * inv_row_sum).to(dtype),
+                     mask=loose_mask)
+        last = gl.minimum(end, covered)
         for t in range(n_tiles):  # pass 2 from this item's group; item k + 2's tile t follows tile t
-            flat = tile_start + t * TILE + offsets
+            tile_lo = tile_start + t * TILE
             y = _exp(_tile(smem, base + t, dtype, TILE, VEC, layout) - row_max) * inv_row_sum
-            gl.store(output_ptr + flat.to(gl.int64), y.to(dtype), mask=(flat >= first) & (flat < end))
+            mask = _in_tiles(tile_lo, offsets, vector_starts, first, end, last, VEC, LOOSE)
+            gl.store(output_ptr + (tile_lo + offsets).to(gl.int64), y.to(dtype), mask=mask)
             if t < a_tiles:
                 fence_async_shared()
                 _cta_barrier()  # every warp has read slot base + t
@@ -996,7 +1023,7 @@ def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int
     item's last tile is asked for in (0: _last_tile_part_rows's choice); programs_per_sm: programs an SM, each
     holding segment_bytes of slots (under SM_SHARED_BYTES together); aligned: rows that do not start on a view row
     cut so that only a row's first segment straddles one (_segments, the kernel's ALIGNED); lag: each program holds
-    two items of half the slots each (_tma_lag_fwd_kernel), for rows of whole view rows only."""
+    two items of half the slots each (_tma_lag_fwd_kernel)."""
     vec = 16 // x.element_size()
     # rows of whole vectors with a view row width dividing the tensor have no loose elements
     loose = 0 if x.shape[1] % vec == 0 and _view_width(x) else triton.next_power_of_2(
@@ -1004,12 +1031,10 @@ def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int
     width = _forward_width(*x.shape, x.element_size())
     aligned = bool(aligned and x.shape[1] % width)
     if lag:
-        if loose or x.shape[1] % width:
-            raise ValueError(f"the lagged tma-stream forward takes rows of whole view rows of {width} elements, "
-                             f"not {x.shape[1]} columns")
-        shape = _launch_shape(x, vectors_per_thread, num_warps, segment_bytes // 2, width, programs_per_sm, tensors=2)
+        shape = _launch_shape(x, vectors_per_thread, num_warps, segment_bytes // 2, width, programs_per_sm, tensors=2,
+                              aligned=aligned)
         launch(_tma_lag_fwd_kernel, shape.grid, y, x, shape.descriptor(x), shape.slots, *x.shape, shape.n_segments,
-               shape.segment_cols, max_polls, **shape.constexprs)
+               shape.segment_cols, max_polls, LOOSE=loose, ALIGNED=aligned, **shape.constexprs)
         return
     shape = _launch_shape(x, vectors_per_thread, num_warps, segment_bytes, width, programs_per_sm, aligned=aligned)
     part_rows = part_rows or _last_tile_part_rows(shape.segment_cols, shape.constexprs["TILE"], width, tile_loop)

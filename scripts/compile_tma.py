@@ -56,9 +56,10 @@ def facts(op: str, dtype: str, programs: int, warps: int, vectors: int, slots: i
         kind = dict(LOOSE=triton.next_power_of_2(2 * 16 // elem + width) if loose else 0, TILE_LOOP=tile_loop)
         if aligned or "ALIGNED" in kernel_fn.arg_names:  # a kernel without the cut (round 129) compiles without it
             kind["ALIGNED"] = aligned
-        if lag:  # rows of whole view rows, the tiles as a loop: no part descriptor, no LOOSE
+        if lag:  # the tiles as a loop, no part descriptor (LOOSE and ALIGNED since round 173)
             signature = {"output_ptr": pointer, "input_ptr": pointer, "in_desc": desc, **scalars}
-            kernel_fn, divisible, kind = gs._tma_lag_fwd_kernel, (0, 1, 3), {}
+            kernel_fn, divisible = gs._tma_lag_fwd_kernel, (0, 1, 3)
+            kind = {key: kind.get(key, False) for key in ("LOOSE", "ALIGNED") if key in kernel_fn.arg_names}
     else:
         signature = {"grad_input_ptr": pointer, "output_ptr": pointer, "grad_output_ptr": pointer, "y_desc": desc,
                      "dy_desc": desc, **scalars}

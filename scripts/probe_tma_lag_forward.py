@@ -12,6 +12,7 @@ three fresh inputs a shape, every output checked against float64 first.
     python scripts/probe_tma_lag_forward.py           # on a Hopper GPU; $OUT/probe_tma_lag_forward.json
     AB_BEFORE=before.py python scripts/probe_tma_lag_forward.py table   # round 171: the table's lag row against
                                                                           # the module at AB_BEFORE
+    python scripts/probe_tma_lag_forward.py loose     # round 173: rows off view rows (loose elements, ALIGNED cut)
 
 The probe's kernel became gluon_softmax._tma_lag_fwd_kernel in 72d9540 (round 171); the probe now launches that one,
 on each launch's programs, warps, vectors and slots (its registers and spills: scripts/compile_tma.py forward --lag).
@@ -30,15 +31,22 @@ SHAPES = [(65536, "bfloat16"), (131072, "float16"), (262144, "bfloat16"), (10485
           (1048576, "float32")]
 
 
-def lag_forward(programs: int, warps: int, vectors: int, slots: int):
-    """The lagged forward on programs an SM of warps warps, two items of slots tiles each a program."""
+# round 173: fp32 rows off view rows past 131,072 (777,777 the sweep's), on the table's lag launch with and without
+# the ALIGNED cut, and on fewer programs of more slots an item
+LOOSE_LAUNCHES = [(6, 4, 4, 2, True), (6, 4, 4, 2, False), (4, 4, 4, 3, True), (3, 4, 4, 4, True)]
+LOOSE_SHAPES = [(n, "float32") for n in (777777, 500000, 1000003, 200003, 300000)]
+
+
+def lag_forward(programs: int, warps: int, vectors: int, slots: int, aligned: bool = False):
+    """The lagged forward on programs an SM of warps warps, two items of slots tiles each a program; aligned: rows
+    off view rows cut so that only a row's first segment straddles one."""
     import torch
 
     def run(x: torch.Tensor) -> torch.Tensor:
         y = torch.empty_like(x)
         tile_bytes = warps * 32 * vectors * 16
         gs.tma_stream_forward(y, x, vectors, warps, 2 * slots * tile_bytes, MAX_POLLS, True, programs_per_sm=programs,
-                              lag=True)
+                              aligned=aligned, lag=True)
         return y
     return run
 
@@ -56,6 +64,12 @@ if __name__ == "__main__":
         ab_trials("forward, the table against AB_BEFORE's", sm.softmax_forward, shapes, results,
                   baseline=before_module().softmax_forward, trials=3)
         save_results("probe_tma_lag_forward_table.json", results)
+        raise SystemExit(0)
+    if sys.argv[1:] == ["loose"]:
+        for launch in LOOSE_LAUNCHES:
+            label = "forward lagged, %d programs of %d warps x %d vectors, 2 x %d slots of 8 KB, aligned %s" % launch
+            ab_trials(label, lag_forward(*launch), LOOSE_SHAPES, results, trials=3)
+            save_results("probe_tma_lag_loose.json", results)
         raise SystemExit(0)
     for launch in LAUNCHES:
         label = "forward lagged, %d programs of %d warps x %d vectors, 2 x %d slots of 8 KB" % launch

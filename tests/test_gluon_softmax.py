@@ -314,14 +314,15 @@ def test_a_lagged_backward_row_counts_half_the_slots_an_item(monkeypatch):
 
 def test_the_lagged_forward_compiles_without_spills():
     """The H200's lagged forward (round 170) compiles for sm_90 with nothing spilled under its 6 programs' register
-    share, in fp32 and bf16, and 6 programs' slots fit an SM."""
+    share, in fp32 and bf16, with loose elements and the ALIGNED cut too (round 173), and 6 programs' slots fit an
+    SM."""
     plan = next(plan for plan in sm.SOFTMAX_PLANS if plan.lag and plan.op == "forward")
     tile = plan.num_warps * 32 * plan.rows_per_program * 16
     env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
-    for dtype in ("fp32", "bf16"):
+    for dtype, loose in (("fp32", []), ("bf16", []), ("fp32", ["--loose", "--aligned"])):
         command = [sys.executable, "scripts/compile_tma.py", "forward", dtype, "--programs",
                    str(plan.programs_per_sm), "--warps", str(plan.num_warps), "--vectors", str(plan.rows_per_program),
-                   "--slots", str(plan.segment_bytes // 2 // tile), "--lag"]
+                   "--slots", str(plan.segment_bytes // 2 // tile), "--lag", *loose]
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600,
                               cwd=Path(__file__).resolve().parent.parent)
         assert done.returncode == 0, done.stderr[-2000:]
@@ -771,13 +772,29 @@ def test_forward_finished_one_step_late_matches_float64(n_rows, n_cols, dtype):
         torch.testing.assert_close(y.double(), torch.softmax(x.double(), -1), atol=atol, rtol=rtol, equal_nan=True)
 
 
+# The lagged forward on rows off view rows (round 173), on the table's 6 programs of 2 x 2 slots: loose elements (each
+# row's head and foot outside whole vectors, the tail past the last whole view row) with the ALIGNED cut (3 x 777,777
+# fp32: a row's first segment straddles a view row, later ones start on one; 20 x 777,777: more items than programs)
+# and without it (3 x 777,777: every segment straddles), rows of whole vectors off view rows (4 x 100,000 fp32), 2-byte
+# rows (7 x 100,001 bf16), rows of one segment with loose elements (6 x 1,003 fp16); -inf masks and a row of only -inf;
+# siblings waited for, and none (max_polls 0).
 @on_hopper
-def test_the_lagged_forward_refuses_rows_off_view_rows():
-    """Rows that are not whole view rows have loose elements, which the lagged kernel does not take: a clear error,
-    not a wrong output (the table gives it only rows of whole view rows)."""
-    x = long_rows(4, 100000)
-    with pytest.raises(ValueError, match="whole view rows"):
-        gs.tma_stream_forward(torch.empty_like(x), x, 4, 4, 32768, sm._max_polls(), True, programs_per_sm=6, lag=True)
+@pytest.mark.parametrize("n_rows,n_cols,dtype,aligned", [(3, 777777, torch.float32, True),
+                                                         (20, 777777, torch.float32, True),
+                                                         (3, 777777, torch.float32, False),
+                                                         (4, 100000, torch.float32, True),
+                                                         (7, 100001, torch.bfloat16, False),
+                                                         (6, 1003, torch.float16, False)], ids=str)
+def test_the_lagged_forward_off_view_rows_matches_float64(n_rows, n_cols, dtype, aligned):
+    x = long_rows(n_rows, n_cols, seed=15, dtype=dtype)
+    x[0, ::7] = float("-inf")
+    x[0, :3] = float("-inf")  # the head's loose elements masked too
+    x[-1] = float("-inf")
+    atol, rtol = FORWARD_TOL[dtype]
+    for max_polls in (sm._max_polls(), 0):
+        y = torch.empty_like(x)
+        gs.tma_stream_forward(y, x, 4, 4, 32768, max_polls, True, programs_per_sm=6, aligned=aligned, lag=True)
+        torch.testing.assert_close(y.double(), torch.softmax(x.double(), -1), atol=atol, rtol=rtol, equal_nan=True)
 
 
 # Two items a program, each finished one step late (round 168) on either GPU: rows of many segments with more items
