@@ -13,6 +13,7 @@ three fresh inputs a shape, every output checked against float64 first.
     AB_BEFORE=before.py python scripts/probe_tma_lag_forward.py table   # round 171: the table's lag row against
                                                                           # the module at AB_BEFORE
     python scripts/probe_tma_lag_forward.py loose     # round 173: rows off view rows (loose elements, ALIGNED cut)
+    AB_BEFORE=before.py python scripts/probe_tma_lag_forward.py table-loose   # round 173: the table's new rows
 
 The probe's kernel became gluon_softmax._tma_lag_fwd_kernel in 72d9540 (round 171); the probe now launches that one,
 on each launch's programs, warps, vectors and slots (its registers and spills: scripts/compile_tma.py forward --lag).
@@ -64,6 +65,12 @@ if __name__ == "__main__":
         ab_trials("forward, the table against AB_BEFORE's", sm.softmax_forward, shapes, results,
                   baseline=before_module().softmax_forward, trials=3)
         save_results("probe_tma_lag_forward_table.json", results)
+        raise SystemExit(0)
+    if sys.argv[1:] == ["table-loose"]:  # round 173: fp32 rows off view rows, and controls the new rows do not take
+        shapes = [(n, "float32") for n in (262148, 300000, 393219, 500000, 777777, 1000003, 200003, 1048576)]
+        ab_trials("forward, the table against AB_BEFORE's", sm.softmax_forward, shapes + [(777777, "bfloat16")],
+                  results, baseline=before_module().softmax_forward, trials=3)
+        save_results("probe_tma_lag_loose_table.json", results)
         raise SystemExit(0)
     if sys.argv[1:] == ["loose"]:
         for launch in LOOSE_LAUNCHES:

@@ -53,7 +53,8 @@ def test_the_forward_rows_by_type_and_vectors(gpu_l2_mb, monkeypatch):
     of 6 slots of 8 KB: on 8 warps of 2 vectors on an L2 under 60 MB (the H100, round 120), on 4 warps of 4 vectors
     on the H200's (round 121). Only where the caller says the tensor is eligible: without that (the interpreter,
     other tensors) the same shapes take tile-stream or tile. The H200's fp32 rows of whole view rows past 131,072 (or of
-    under 2 rows an SM) hold two items a program (lag, round 170). On this device, and as on a GPU of 132 SMs with the
+    under 2 rows an SM) hold two items a program (lag, round 170), as do its fp32 rows off view rows past 262,144, on 4
+    programs of 2 x 3 slots, cut on view rows (round 173). On this device, and as on a GPU of 132 SMs with the
     H100's L2 and with the H200's, so that CI checks both GPUs' rows."""
     assert gs.VIEW_ROW_BYTES[0] == sm.TMA_VIEW_ROW_BYTES
     if gpu_l2_mb:
@@ -80,6 +81,8 @@ def test_the_forward_rows_by_type_and_vectors(gpu_l2_mb, monkeypatch):
             (many - 1, 100001, 2, 1, six_4_cut, "tile-stream")):
         if big_l2 and elem_bytes == 4 and launch == six_4 and (n_cols > 131072 or n_rows < many):
             launch = six_4[:-1] + (True,)  # the H200's fp32 rows of whole view rows, one step late (round 170)
+        if big_l2 and elem_bytes == 4 and launch == five_4_cut and n_cols > 262144:
+            launch = ("tma-stream", 4, 4, 4, 48, True, True, True)  # and its fp32 rows off view rows (round 173)
         plan = sm._select_plan("forward", n_rows, n_cols, elem_bytes, DEVICE, align, True)
         assert forward_launch(plan) == launch, (n_rows, n_cols, elem_bytes, plan)
         assert sm._select_plan("forward", n_rows, n_cols, elem_bytes, DEVICE, align).path == without
