@@ -1,0 +1,74 @@
+"""Probe (round 174): tma-stream's forward with its exps replaced by their arguments, to see whether the exp work is
+what holds the H200's 2-byte rows under 90% of copy.
+
+Exploration, not evidence. Rounds 167 and 170 found the H200's 2-byte forward rows from 65,536 columns (82-88% of
+copy) no faster with no exchange at all and on no launch with the lag, so what holds them is in the passes; round 138
+found the exp unit (MUFU) the busiest pipe there (55% of its peak over the whole kernel), round 117 found 13% fewer
+other instructions worth nothing. This times the table against the same launch with gluon_softmax.CHEAP set
+(notes/probes/2026-11-26-round-174-cheap-math.patch, applied on the device only): 1 replaces pass 1's exp of each
+element by its argument, 2 pass 2's, 3 both (a wrong output, timed only; every other instruction, load and store
+stays). The table's output is checked against float64 on every element first; the variant's is wrong by design and
+never checked, but the kernels it launches are recorded. Three fresh inputs a shape, alternating which runs first.
+
+    patch -p1 < notes/probes/2026-11-26-round-174-cheap-math.patch
+    python scripts/probe_tma_cheap_math.py       # on a Hopper GPU; $OUT/probe_tma_cheap_math.json
+"""
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from probe_long_rows import check, save_results, sm, timed, warm_up_gpu  # noqa: E402
+from probe_tma_no_exchange import launched  # noqa: E402
+from probe_trials import forward_case  # noqa: E402
+from kernels import gluon_softmax as gs  # noqa: E402
+
+SHAPES = [(65536, "bfloat16"), (100000, "float16"), (131072, "bfloat16"), (262144, "float16"), (1048576, "bfloat16"),
+          (777777, "float16"), (131072, "float32"), (1048576, "float32")]
+
+
+def cheap(fn, level: int):
+    """fn with the tma-stream forward launched with CHEAP = level."""
+    def run(*args):
+        gs.CHEAP = level
+        try:
+            return fn(*args)
+        finally:
+            gs.CHEAP = 0
+    return run
+
+
+def trials(level: int, out: list, n_trials: int = 3) -> None:
+    """The table against its CHEAP = level form on n_trials fresh inputs a shape."""
+    table, variant = sm.softmax_forward, cheap(sm.softmax_forward, level)
+    for n, dtype in SHAPES:
+        ratios, gbs = [], []
+        for trial in range(n_trials):
+            spacer = torch.empty((trial + 1) * (7 << 20), dtype=torch.uint8, device="cuda")
+            m, args, moved, ref, scale = forward_case(n, dtype)
+            assert check(table(*args), ref, dtype, scale)["passed"], (level, n, dtype)
+            kernels = launched(variant, args)
+            pair = [("table", table), ("variant", variant)]
+            times = dict((name, timed(fn, *args)["ms"]) for name, fn in (pair if trial % 2 == 0 else pair[::-1]))
+            ratios.append(times["table"] / times["variant"])
+            gbs.append((moved / times["table"] / 1e6, moved / times["variant"] / 1e6))
+            del args, ref, scale, spacer
+            torch.cuda.empty_cache()
+        line = {"probe": f"CHEAP {level}", "cols": n, "dtype": dtype, "rows": m, "ratios": ratios, "kernels": kernels,
+                "median_ratio": statistics.median(ratios), "gbs_table_variant": gbs}
+        print(f"CHEAP {level} {m}x{n} {dtype} [{' '.join(kernels)}]: variant/table median {line['median_ratio']:.4f}, "
+              "GB/s table/variant " + " ".join(f"{t:.0f}/{v:.0f}" for t, v in gbs), flush=True)
+        out.append(line)
+
+
+if __name__ == "__main__":
+    if not hasattr(gs, "CHEAP"):
+        sys.exit("this probe needs notes/probes/2026-11-26-round-174-cheap-math.patch applied")
+    warm_up_gpu()
+    print(torch.cuda.get_device_name(), flush=True)
+    results: list = []
+    for level in (3, 1, 2):
+        trials(level, results)
+        save_results("probe_tma_cheap_math.json", results)
