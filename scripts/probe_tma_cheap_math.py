@@ -12,6 +12,13 @@ never checked, but the kernels it launches are recorded. Three fresh inputs a sh
 
     patch -p1 < notes/probes/2026-11-26-round-174-cheap-math.patch
     python scripts/probe_tma_cheap_math.py       # on a Hopper GPU; $OUT/probe_tma_cheap_math.json
+
+Round 175 times the data path alone with notes/probes/2026-11-26-round-175-data-path.patch (which holds round 174's
+too): CHEAP 4, pass 1 takes only the max and pass 2 stores each tile as it is (no conversion, no arithmetic); 8, pass
+1 only waits for each tile. Rows still exchange their (max, sum) as in the product.
+
+    patch -p1 < notes/probes/2026-11-26-round-175-data-path.patch
+    python scripts/probe_tma_cheap_math.py 4 8   # $OUT/probe_tma_cheap_math.json
 """
 import statistics
 import sys
@@ -65,10 +72,10 @@ def trials(level: int, out: list, n_trials: int = 3) -> None:
 
 if __name__ == "__main__":
     if not hasattr(gs, "CHEAP"):
-        sys.exit("this probe needs notes/probes/2026-11-26-round-174-cheap-math.patch applied")
+        sys.exit("this probe needs notes/probes/2026-11-26-round-174-cheap-math.patch (or round 175's) applied")
     warm_up_gpu()
     print(torch.cuda.get_device_name(), flush=True)
     results: list = []
-    for level in (3, 1, 2):
+    for level in [int(arg) for arg in sys.argv[1:]] or (3, 1, 2):
         trials(level, results)
         save_results("probe_tma_cheap_math.json", results)
