@@ -9,6 +9,8 @@ against float64, then CUDA-graph replays with L2 flushed) at row counts whose se
 ones that leave a part round, and reports each one's share of the copy ceiling measured at the start of the call.
 
     python scripts/probe_grid_tail.py   # on a CUDA GPU; $OUT/probe_grid_tail.json
+
+Round 176 ran it on an H200, with 20 rounds and twice the sweep's rows added for the 2-byte rows.
 """
 import json
 import os
@@ -23,13 +25,14 @@ from kernellab import measure  # noqa: E402
 PROGRAMS_PER_SM = 6  # the table's launch at these rows on both GPUs (6 of 4 of 8 KB)
 SEGMENT_BYTES = 32768
 # rounds of the grid to fill, by element size (None: the sweep's own rows, 2^27 elements)
-ROUNDS = {2: (10.0, None, 10.5, 11.0), 4: (20.0, None, 20.5, 21.0)}
+# ("double": twice the sweep's rows, 2^28 elements; round 176)
+ROUNDS = {2: (10.0, None, 10.5, 11.0, 20.0, "double"), 4: (20.0, None, 20.5, 21.0)}
 
 
 def rows_for(rounds, cols: int, elem_bytes: int, programs: int) -> int:
     """Rows whose segments fill rounds rounds of the grid (the sweep's rows where rounds is None)."""
-    if rounds is None:
-        return (1 << 27) // cols
+    if rounds is None or rounds == "double":
+        return (1 << (28 if rounds == "double" else 27)) // cols
     segments_a_row = cols * elem_bytes // SEGMENT_BYTES
     return round(rounds * programs / segments_a_row)
 
