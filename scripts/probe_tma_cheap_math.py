@@ -20,15 +20,14 @@ too): CHEAP 4, pass 1 takes only the max and pass 2 stores each tile as it is (n
     patch -p1 < notes/probes/2026-11-26-round-175-data-path.patch
     python scripts/probe_tma_cheap_math.py 4 8   # $OUT/probe_tma_cheap_math.json
 """
-import statistics
 import sys
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from probe_long_rows import check, save_results, sm, timed, warm_up_gpu  # noqa: E402
-from probe_tma_no_exchange import launched  # noqa: E402
+from probe_long_rows import save_results, sm, warm_up_gpu  # noqa: E402
+from probe_tma_no_exchange import trials  # noqa: E402
 from probe_trials import forward_case  # noqa: E402
 from kernels import gluon_softmax as gs  # noqa: E402
 
@@ -47,29 +46,6 @@ def cheap(fn, level: int):
     return run
 
 
-def trials(level: int, out: list, n_trials: int = 3) -> None:
-    """The table against its CHEAP = level form on n_trials fresh inputs a shape."""
-    table, variant = sm.softmax_forward, cheap(sm.softmax_forward, level)
-    for n, dtype in SHAPES:
-        ratios, gbs = [], []
-        for trial in range(n_trials):
-            spacer = torch.empty((trial + 1) * (7 << 20), dtype=torch.uint8, device="cuda")
-            m, args, moved, ref, scale = forward_case(n, dtype)
-            assert check(table(*args), ref, dtype, scale)["passed"], (level, n, dtype)
-            kernels = launched(variant, args)
-            pair = [("table", table), ("variant", variant)]
-            times = dict((name, timed(fn, *args)["ms"]) for name, fn in (pair if trial % 2 == 0 else pair[::-1]))
-            ratios.append(times["table"] / times["variant"])
-            gbs.append((moved / times["table"] / 1e6, moved / times["variant"] / 1e6))
-            del args, ref, scale, spacer
-            torch.cuda.empty_cache()
-        line = {"probe": f"CHEAP {level}", "cols": n, "dtype": dtype, "rows": m, "ratios": ratios, "kernels": kernels,
-                "median_ratio": statistics.median(ratios), "gbs_table_variant": gbs}
-        print(f"CHEAP {level} {m}x{n} {dtype} [{' '.join(kernels)}]: variant/table median {line['median_ratio']:.4f}, "
-              "GB/s table/variant " + " ".join(f"{t:.0f}/{v:.0f}" for t, v in gbs), flush=True)
-        out.append(line)
-
-
 if __name__ == "__main__":
     if not hasattr(gs, "CHEAP"):
         sys.exit("this probe needs notes/probes/2026-11-26-round-174-cheap-math.patch (or round 175's) applied")
@@ -77,5 +53,6 @@ if __name__ == "__main__":
     print(torch.cuda.get_device_name(), flush=True)
     results: list = []
     for level in [int(arg) for arg in sys.argv[1:]] or (3, 1, 2):
-        trials(level, results)
+        trials(f"CHEAP {level}", sm.softmax_forward, SHAPES, forward_case, results,
+               variant=cheap(sm.softmax_forward, level))
         save_results("probe_tma_cheap_math.json", results)

@@ -54,9 +54,9 @@ def launched(fn, args) -> list:
         sm._launch_log = None
 
 
-def trials(label: str, table, shapes, case, out: list, n_trials: int = 3) -> None:
-    """The table against its NO_EXCHANGE form on n_trials fresh inputs a shape."""
-    variant = no_exchange(table)
+def trials(label: str, table, shapes, case, out: list, n_trials: int = 3, variant=None) -> None:
+    """The table against its NO_EXCHANGE form (or variant, timed only as well) on n_trials fresh inputs a shape."""
+    variant = variant or no_exchange(table)
     for n, dtype in shapes:
         ratios, gbs = [], []
         for trial in range(n_trials):
@@ -72,7 +72,7 @@ def trials(label: str, table, shapes, case, out: list, n_trials: int = 3) -> Non
             torch.cuda.empty_cache()
         line = {"probe": label, "cols": n, "dtype": dtype, "rows": m, "ratios": ratios, "kernels": kernels,
                 "median_ratio": statistics.median(ratios), "gbs_table_variant": gbs}
-        print(f"{label} {m}x{n} {dtype} [{' '.join(kernels)}]: no-exchange/table median {line['median_ratio']:.4f}, "
+        print(f"{label} {m}x{n} {dtype} [{' '.join(kernels)}]: variant/table median {line['median_ratio']:.4f}, "
               "GB/s table/variant " + " ".join(f"{t:.0f}/{v:.0f}" for t, v in gbs), flush=True)
         out.append(line)
 
