@@ -10,7 +10,8 @@ ones that leave a part round, and reports each one's share of the copy ceiling m
 
     python scripts/probe_grid_tail.py   # on a CUDA GPU; $OUT/probe_grid_tail.json
 
-Round 176 ran it on an H200, with 20 rounds and twice the sweep's rows added for the 2-byte rows.
+Round 176 ran it on an H200, with 20 rounds and twice the sweep's rows added for the 2-byte rows; round 178 the
+same for fp32 rows (`python scripts/probe_grid_tail.py float32`).
 """
 import json
 import os
@@ -26,7 +27,7 @@ PROGRAMS_PER_SM = 6  # the table's launch at these rows on both GPUs (6 of 4 of 
 SEGMENT_BYTES = 32768
 # rounds of the grid to fill, by element size (None: the sweep's own rows, 2^27 elements)
 # ("double": twice the sweep's rows, 2^28 elements; round 176)
-ROUNDS = {2: (10.0, None, 10.5, 11.0, 20.0, "double"), 4: (20.0, None, 20.5, 21.0)}
+ROUNDS = {2: (10.0, None, 10.5, 11.0, 20.0, "double"), 4: (20.0, None, 20.5, 21.0, 40.0, "double")}
 
 
 def rows_for(rounds, cols: int, elem_bytes: int, programs: int) -> int:
@@ -44,7 +45,10 @@ if __name__ == "__main__":
     programs = PROGRAMS_PER_SM * torch.cuda.get_device_properties(0).multi_processor_count
     print(torch.cuda.get_device_name(), f"copy {copy:.0f} GB/s, {programs} programs", flush=True)
     lines = []
+    only = sys.argv[1:]  # dtypes to run (all where none given)
     for cols, dtype in ((131072, "bfloat16"), (65536, "float16"), (131072, "float32"), (262144, "float32")):
+        if only and dtype not in only:
+            continue
         elem_bytes = torch.empty(0, dtype=getattr(torch, dtype)).element_size()
         for rounds in ROUNDS[elem_bytes]:
             rows = rows_for(rounds, cols, elem_bytes, programs)
