@@ -29,8 +29,8 @@ from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared,
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kernels import gluon_softmax as gs  # noqa: E402
-from kernels.gluon_softmax import (_await_slots, _anywhere, _cta_barrier, _global_segment_dot, _issue_pair,  # noqa: E402
-                                   _missing, _new_barriers, _pack_dot, _segment_span, _tile, _tile_offsets)
+from kernels.gluon_softmax import (_cta_barrier, _issue_pair, _new_barriers, _pack_dot, _row_dot_of,  # noqa: E402
+                                   _segment_span, _tile, _tile_offsets)
 
 MAX_POLLS = 1 << 22
 # (register tiles, shared-memory slots, vectors a thread, warps): tiles of 16 KB on 8 warps of 4 vectors, as the
@@ -116,18 +116,8 @@ def _reg_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, y_desc, dy_desc
             ahead_dy = gl.load(grad_output_ptr + ahead_flat.to(gl.int64), mask=ahead_mask, other=0.0)
         if n_segments > 1:
             gl.atomic_xchg(slots_ptr + item, _pack_dot(row_dot), sem="relaxed")
-            ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, max_polls)
-            if _anywhere(missing, NUM_WARPS):
-                row_first = row * n_cols
-                for sibling in range(0, n_segments):
-                    if (sibling != item - row * n_segments) & _anywhere(_missing(packed, siblings, sibling), NUM_WARPS):
-                        s_first = row_first + sibling * segment_cols
-                        s_dot = _global_segment_dot(
-                            output_ptr, grad_output_ptr, s_first,
-                            gl.minimum(s_first + segment_cols, row_first + n_cols), offsets, TILE, VEC, layout)
-                        gl.atomic_xchg(slots_ptr + row * n_segments + sibling, _pack_dot(s_dot), sem="relaxed")
-                ptrs, in_row, packed, missing = _await_slots(slots_ptr, row, n_segments, siblings, 1 << 30)
-            row_dot = gl.sum(gl.where(in_row, packed.to(gl.int32).to(gl.float32, bitcast=True), 0.0), axis=0)
+            row_dot = _row_dot_of(output_ptr, grad_output_ptr, slots_ptr, row, item, n_segments, segment_cols, n_cols,
+                                  siblings, max_polls, offsets, TILE, VEC, layout, NUM_WARPS)
         next_item = item + step
         next_row, next_first, next_end, next_tile_start, next_tiles = _reg_span(
             next_item, n_segments, segment_cols, n_cols, REG, TILE, W)

@@ -18,7 +18,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from probe_long_rows import check, save_results, sm, timed, warm_up_gpu  # noqa: E402
-from probe_tma_no_exchange import launched  # noqa: E402
+from probe_tma_no_exchange import launched, with_attribute  # noqa: E402
 from probe_trials import forward_case  # noqa: E402
 from kernels import gluon_softmax as gs  # noqa: E402
 
@@ -43,17 +43,6 @@ class _StaleSlots:
         return self.buffers[size]
 
 
-def stale(fn, proxy):
-    """fn with gluon_softmax's slots taken from proxy."""
-    def run(*args):
-        gs.torch = proxy
-        try:
-            return fn(*args)
-        finally:
-            gs.torch = torch
-    return run
-
-
 if __name__ == "__main__":
     warm_up_gpu()
     print(torch.cuda.get_device_name(), flush=True)
@@ -65,7 +54,7 @@ if __name__ == "__main__":
             m, args, moved, ref, scale = forward_case(n, dtype)
             assert check(sm.softmax_forward(*args), ref, dtype, scale)["passed"], (n, dtype)
             proxy = _StaleSlots()
-            variant = stale(sm.softmax_forward, proxy)
+            variant = with_attribute(sm.softmax_forward, gs, "torch", proxy)  # its slots from proxy
             kernels = launched(variant, args)
             pair = [("table", sm.softmax_forward), ("variant", variant)]
             times = dict((name, timed(fn, *args)["ms"]) for name, fn in (pair if trial % 2 == 0 else pair[::-1]))

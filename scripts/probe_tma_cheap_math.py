@@ -27,23 +27,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from probe_long_rows import save_results, sm, warm_up_gpu  # noqa: E402
-from probe_tma_no_exchange import trials  # noqa: E402
+from probe_tma_no_exchange import trials, with_attribute  # noqa: E402
 from probe_trials import forward_case  # noqa: E402
 from kernels import gluon_softmax as gs  # noqa: E402
 
 SHAPES = [(65536, "bfloat16"), (100000, "float16"), (131072, "bfloat16"), (262144, "float16"), (1048576, "bfloat16"),
           (777777, "float16"), (131072, "float32"), (1048576, "float32")]
-
-
-def cheap(fn, level: int):
-    """fn with the tma-stream forward launched with CHEAP = level."""
-    def run(*args):
-        gs.CHEAP = level
-        try:
-            return fn(*args)
-        finally:
-            gs.CHEAP = 0
-    return run
 
 
 if __name__ == "__main__":
@@ -54,5 +43,5 @@ if __name__ == "__main__":
     results: list = []
     for level in [int(arg) for arg in sys.argv[1:]] or (3, 1, 2):
         trials(f"CHEAP {level}", sm.softmax_forward, SHAPES, forward_case, results,
-               variant=cheap(sm.softmax_forward, level))
+               variant=with_attribute(sm.softmax_forward, gs, "CHEAP", level))
         save_results("probe_tma_cheap_math.json", results)

@@ -32,15 +32,21 @@ FORWARD = [(65536, "bfloat16"), (65536, "float16"), (100000, "bfloat16"), (10000
 BACKWARD = [(1048576, "float32"), (1048576, "float16"), (131072, "float32")]
 
 
-def no_exchange(fn):
-    """fn with the tma-stream kernels launched with NO_EXCHANGE."""
+def with_attribute(fn, module, name: str, value):
+    """fn with module.name set to value during each call, and set back after it."""
     def run(*args):
-        gs.NO_EXCHANGE = True
+        before = getattr(module, name)
+        setattr(module, name, value)
         try:
             return fn(*args)
         finally:
-            gs.NO_EXCHANGE = False
+            setattr(module, name, before)
     return run
+
+
+def no_exchange(fn):
+    """fn with the tma-stream kernels launched with NO_EXCHANGE."""
+    return with_attribute(fn, gs, "NO_EXCHANGE", True)
 
 
 def launched(fn, args) -> list:
