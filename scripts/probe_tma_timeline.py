@@ -12,6 +12,8 @@ table on fresh inputs, every output checked against float64 first.
 
     patch -p1 < notes/probes/2026-11-27-round-180-timeline.patch
     python scripts/probe_tma_timeline.py      # on a Hopper GPU; $OUT/probe_tma_timeline.json
+    python scripts/probe_tma_timeline.py raw  # bf16 131,072 at the sweep's 1,024 rows and at 990 (10.00 rounds of
+                                              # the grid), each item's stamps kept; $OUT/probe_tma_timeline_raw.json
 """
 import statistics
 import sys
@@ -20,7 +22,8 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from probe_long_rows import check, forward_input, save_results, sm, timed, warm_up_gpu  # noqa: E402
+from probe_long_rows import (check, forward_input, save_results, sm, softmax_reference, timed,  # noqa: E402
+                             warm_up_gpu)
 from probe_tma_no_exchange import with_attribute  # noqa: E402
 from probe_trials import ab_trials  # noqa: E402
 from kernels import gluon_softmax as gs  # noqa: E402
@@ -83,12 +86,32 @@ def summary(s: torch.Tensor, grid: int) -> dict:
     }
 
 
+def raw(out: list) -> None:
+    """Each item's stamps (ns from the call's first), the SM and the program, at two row counts of bf16 131,072."""
+    for m in (1024, 990):
+        x = (torch.randn(m, 131072, device="cuda") * 2).to(torch.bfloat16)
+        ref, scale = softmax_reference(x)
+        for _ in range(3):
+            y, s, grid = stamped_call(x)
+        assert check(y, ref, "bfloat16", scale)["passed"], m
+        t0 = int(s[:, 0].min())
+        line = {"cols": 131072, "dtype": "bfloat16", "rows": m, "grid": grid, **summary(s, grid),
+                "stamps_ns": [[int(v) - t0 for v in r[:4]] + [int(r[4])] for r in s.tolist()]}
+        print({k: v for k, v in line.items() if k not in ("programs_in_phase", "stamps_ns")}, flush=True)
+        out.append(line)
+        del x, ref, scale, y
+
+
 if __name__ == "__main__":
     if not hasattr(gs, "STAMPS"):
         sys.exit("this probe needs notes/probes/2026-11-27-round-180-timeline.patch applied")
     warm_up_gpu()
     print(torch.cuda.get_device_name(), flush=True)
     results: list = []
+    if sys.argv[1:] == ["raw"]:
+        raw(results)
+        save_results("probe_tma_timeline_raw.json", results)
+        sys.exit(0)
     for n, dtype in CASES:
         m, x, moved, ref, scale = forward_input(n, dtype)
         plain_ms = timed(sm.softmax_forward, x)["ms"]
