@@ -1,0 +1,85 @@
+"""Probe (round 182): tma-stream's forward with whole rows handed to groups of programs from a counter
+(gluon_softmax.ROWS_DYNAMIC: _claim, _posted_row).
+
+Exploration, not evidence. Round 180 found the H200's programs ending in the order of their launch waves over a
+call's last 25-30 us; round 181 found that a row spread over every wave loses 5-14% (each row then waits for its
+slowest segment). Here a row's segments stay on one group of consecutive programs (of one wave, as now), but the
+groups take their rows from a counter, so that fast groups take more rows and the groups end together. The first of
+a group's programs to finish pass 1 of a row claims the group's next row (a compare-and-swap on the group's box, an
+add on the counter, a post); its siblings read it after their wait, before pass 2 asks for its tiles. With
+notes/probes/2026-11-27-round-180-timeline.patch and notes/probes/2026-11-27-round-182-rows-dynamic.patch applied
+(device only; the stamps' fifth field is then program id x 1024 + SM), this stamps one call of bf16 131,072 each
+way, then times the table against ROWS_DYNAMIC on fresh inputs, every output of both checked against float64 first.
+
+    patch -p1 < notes/probes/2026-11-27-round-180-timeline.patch
+    patch -p1 < notes/probes/2026-11-27-round-182-rows-dynamic.patch
+    python scripts/probe_rows_dynamic.py        # on a Hopper GPU; $OUT/probe_rows_dynamic.json
+"""
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from probe_long_rows import check, save_results, sm, softmax_reference, warm_up_gpu  # noqa: E402
+from probe_tma_no_exchange import with_attribute  # noqa: E402
+from probe_tma_timeline import pct, stamped_call  # noqa: E402
+from probe_trials import ab_trials  # noqa: E402
+from kernels import gluon_softmax as gs  # noqa: E402
+
+FORWARD = [(65536, "bfloat16"), (131072, "bfloat16"), (262144, "float16"), (1048576, "bfloat16"),
+           (100000, "float16"), (100001, "bfloat16"), (777777, "float16"), (131072, "float32"), (777777, "float32")]
+
+
+def ends(s: torch.Tensor) -> dict:
+    """The programs' last ends (us from the call's first stamp): quantiles, by launch wave, and items a program."""
+    t0 = int(s[:, 0].min())
+    last, items = {}, defaultdict(int)
+    for stamp in s.tolist():
+        program = stamp[4] // 1024
+        last[program] = max(last.get(program, 0), stamp[3] - t0)
+        items[program] += 1
+    grid = len(last)
+    waves = defaultdict(list)
+    for program, end in last.items():
+        waves[program * 6 // grid].append(end)
+    by_wave_items = defaultdict(list)
+    for program, n in items.items():
+        by_wave_items[program * 6 // grid].append(n)
+    us = lambda v: round(v / 1000, 1)  # noqa: E731
+    return {"grid": grid, "call_us": us(max(last.values())),
+            "programs_done_us_p10_p50_p90_last": [us(pct(list(last.values()), q)) for q in (.1, .5, .9, 1.0)],
+            "ends_by_wave_us": [us(statistics.median(v)) for _, v in sorted(waves.items())],
+            "items_by_wave": [round(statistics.mean(v), 2) for _, v in sorted(by_wave_items.items())]}
+
+
+def timeline(out: list) -> None:
+    """One stamped call of bf16 131,072 (1,024 rows), the table's and ROWS_DYNAMIC's."""
+    x = (torch.randn(1024, 131072, device="cuda") * 2).to(torch.bfloat16)
+    ref, scale = softmax_reference(x)
+    for label, dynamic in (("table", False), ("rows dynamic", True)):
+        gs.ROWS_DYNAMIC = dynamic
+        try:
+            for _ in range(3):
+                y, s, _grid = stamped_call(x)
+        finally:
+            gs.ROWS_DYNAMIC = False
+        assert check(y, ref, "bfloat16", scale)["passed"], label
+        line = {"probe": f"timeline {label}", **ends(s)}
+        print(line, flush=True)
+        out.append(line)
+
+
+if __name__ == "__main__":
+    if not hasattr(gs, "ROWS_DYNAMIC"):
+        sys.exit("this probe needs notes/probes/2026-11-27-round-182-rows-dynamic.patch applied")
+    warm_up_gpu()
+    print(torch.cuda.get_device_name(), flush=True)
+    results: list = []
+    timeline(results)
+    save_results("probe_rows_dynamic.json", results)
+    ab_trials("rows dynamic", with_attribute(sm.softmax_forward, gs, "ROWS_DYNAMIC", True), FORWARD, results,
+              trials=3)
+    save_results("probe_rows_dynamic.json", results)
