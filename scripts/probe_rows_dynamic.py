@@ -14,6 +14,7 @@ way, then times the table against ROWS_DYNAMIC on fresh inputs, every output of 
     patch -p1 < notes/probes/2026-11-27-round-180-timeline.patch
     patch -p1 < notes/probes/2026-11-27-round-182-rows-dynamic.patch
     python scripts/probe_rows_dynamic.py        # on a Hopper GPU; $OUT/probe_rows_dynamic.json
+    python scripts/probe_rows_dynamic.py rows   # the same at 2 and 4 times the sweep's rows (fewer shapes)
 """
 import statistics
 import sys
@@ -23,7 +24,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from probe_long_rows import check, save_results, sm, softmax_reference, warm_up_gpu  # noqa: E402
+from probe_long_rows import ELEMENTS, check, save_results, sm, softmax_reference, warm_up_gpu  # noqa: E402
 from probe_tma_no_exchange import with_attribute  # noqa: E402
 from probe_tma_timeline import pct, stamped_call  # noqa: E402
 from probe_trials import ab_trials  # noqa: E402
@@ -72,12 +73,28 @@ def timeline(out: list) -> None:
         out.append(line)
 
 
+def rows_case(times: int):
+    """probe_trials.forward_case at times the sweep's rows (2^27 elements)."""
+    def case(n: int, dtype: str):
+        m = times * ELEMENTS // n
+        x = (torch.randn(m, n, device="cuda") * 2).to(getattr(torch, dtype))
+        return (m, (x,), 2 * x.numel() * x.element_size(), *softmax_reference(x))
+    return case
+
+
 if __name__ == "__main__":
     if not hasattr(gs, "ROWS_DYNAMIC"):
         sys.exit("this probe needs notes/probes/2026-11-27-round-182-rows-dynamic.patch applied")
     warm_up_gpu()
     print(torch.cuda.get_device_name(), flush=True)
     results: list = []
+    if sys.argv[1:] == ["rows"]:
+        for times in (2, 4):
+            ab_trials(f"rows dynamic, {times} x the rows", with_attribute(sm.softmax_forward, gs, "ROWS_DYNAMIC", True),
+                      [(65536, "bfloat16"), (131072, "bfloat16"), (262144, "float16"), (131072, "float32")], results,
+                      trials=3, case=rows_case(times))
+            save_results("probe_rows_dynamic_rows.json", results)
+        sys.exit(0)
     timeline(results)
     save_results("probe_rows_dynamic.json", results)
     ab_trials("rows dynamic", with_attribute(sm.softmax_forward, gs, "ROWS_DYNAMIC", True), FORWARD, results,
