@@ -207,6 +207,15 @@ def _combine(vec_max, vec_sum):
 
 
 @gluon.jit
+def _with_loose(tiles_max, tiles_sum, loose_x):
+    """A segment's (max, sum of exp(x - max)) from its tiles' pair and its loose elements (float32, -inf where
+    masked)."""
+    seg_max = gl.maximum(tiles_max, gl.max(loose_x, axis=0))
+    safe_max = gl.where(seg_max == float("-inf"), 0.0, seg_max)
+    return seg_max, tiles_sum * _exp(tiles_max - safe_max) + gl.sum(_exp(loose_x - safe_max), axis=0)
+
+
+@gluon.jit
 def _row_max_inv_sum(input_ptr, slots_ptr, row, item, n_segments, segment_cols, n_cols, siblings, max_polls, offsets,
                      W: gl.constexpr, ALIGNED: gl.constexpr, STEP: gl.constexpr, TILE: gl.constexpr,
                      VEC: gl.constexpr, layout: gl.constexpr, NUM_WARPS: gl.constexpr):
@@ -355,10 +364,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
         phases = phases ^ ((1 << n_tiles) - 1)
         seg_max, seg_sum = _combine(vec_max, vec_sum)
         if LOOSE > 0:
-            tiles_max = seg_max
-            seg_max = gl.maximum(tiles_max, gl.max(loose_x, axis=0))
-            safe_max = gl.where(seg_max == float("-inf"), 0.0, seg_max)
-            seg_sum = seg_sum * _exp(tiles_max - safe_max) + gl.sum(_exp(loose_x - safe_max), axis=0)
+            seg_max, seg_sum = _with_loose(seg_max, seg_sum, loose_x)
         if n_segments == 1:
             row_max = seg_max
             inv_row_sum = 1.0 / (seg_sum * _exp(seg_max - row_max))  # NaN for a fully -inf row, as in torch
@@ -418,10 +424,7 @@ def _lag_stats(input_ptr, smem, bars, base, phases, tile_start, n_tiles, first, 
         vec_max, vec_sum = _online(vec_max, vec_sum, x)
     seg_max, seg_sum = _combine(vec_max, vec_sum)
     if LOOSE > 0:
-        tiles_max = seg_max
-        seg_max = gl.maximum(tiles_max, gl.max(loose_x, axis=0))
-        safe_max = gl.where(seg_max == float("-inf"), 0.0, seg_max)
-        seg_sum = seg_sum * _exp(tiles_max - safe_max) + gl.sum(_exp(loose_x - safe_max), axis=0)
+        seg_max, seg_sum = _with_loose(seg_max, seg_sum, loose_x)
     return seg_max, seg_sum
 
 
