@@ -254,6 +254,14 @@ def _loose_offsets(first, end, covered, VEC: gl.constexpr, LOOSE: gl.constexpr, 
 
 
 @gluon.jit
+def _load_loose(input_ptr, first, end, covered, VEC: gl.constexpr, LOOSE: gl.constexpr, layout: gl.constexpr):
+    """(flat indices, mask, float32 values with -inf where masked) of an item's loose elements (_loose_offsets)."""
+    loose, loose_mask = _loose_offsets(first, end, covered, VEC, LOOSE, layout)
+    return loose, loose_mask, gl.load(input_ptr + loose.to(gl.int64), mask=loose_mask,
+                                      other=float("-inf")).to(gl.float32)
+
+
+@gluon.jit
 def _whole(tile_lo, vector_starts, first, last, VEC: gl.constexpr):
     """Which [vectors, 1] of the tile at flat index tile_lo lie wholly inside [first, last): one value a vector, so
     loads and stores under it stay 16-byte ones."""
@@ -348,8 +356,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
                                                           STEP)
         last = gl.minimum(end, covered)
         if LOOSE > 0:
-            loose, loose_mask = _loose_offsets(first, end, covered, VEC, LOOSE, lanes)
-            loose_x = gl.load(input_ptr + loose.to(gl.int64), mask=loose_mask, other=float("-inf")).to(gl.float32)
+            loose, loose_mask, loose_x = _load_loose(input_ptr, first, end, covered, VEC, LOOSE, lanes)
         vec_max = gl.full([TILE // VEC], float("-inf"), gl.float32, layout=gl.SliceLayout(1, layout))
         vec_sum = gl.full([TILE // VEC], 0.0, gl.float32, layout=gl.SliceLayout(1, layout))
         if TILE_LOOP:  # pass 1: each tile as it lands
@@ -413,8 +420,7 @@ def _lag_stats(input_ptr, smem, bars, base, phases, tile_start, n_tiles, first, 
     lands (its whole vectors, _in_tiles), with its loose elements (LOOSE > 0) read from global memory."""
     last = gl.minimum(end, covered)
     if LOOSE > 0:  # asked for first, so that their latency passes under the tiles'
-        loose, loose_mask = _loose_offsets(first, end, covered, VEC, LOOSE, lanes)
-        loose_x = gl.load(input_ptr + loose.to(gl.int64), mask=loose_mask, other=float("-inf")).to(gl.float32)
+        loose, loose_mask, loose_x = _load_loose(input_ptr, first, end, covered, VEC, LOOSE, lanes)
     vec_max = gl.full([TILE // VEC], float("-inf"), gl.float32, layout=gl.SliceLayout(1, layout))
     vec_sum = gl.full([TILE // VEC], 0.0, gl.float32, layout=gl.SliceLayout(1, layout))
     for t in range(n_tiles):
@@ -500,8 +506,7 @@ def _tma_lag_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_col
         if after >= n_items:
             a_tiles = 0
         if LOOSE > 0:  # read again: they were read an item ago, and L2 holds them
-            loose, loose_mask = _loose_offsets(first, end, covered, VEC, LOOSE, lanes)
-            loose_x = gl.load(input_ptr + loose.to(gl.int64), mask=loose_mask, other=float("-inf")).to(gl.float32)
+            loose, loose_mask, loose_x = _load_loose(input_ptr, first, end, covered, VEC, LOOSE, lanes)
             gl.store(output_ptr + loose.to(gl.int64), (_exp(loose_x - row_max) * inv_row_sum).to(dtype),
                      mask=loose_mask)
         last = gl.minimum(end, covered)
