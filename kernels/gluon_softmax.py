@@ -207,6 +207,15 @@ def _combine(vec_max, vec_sum):
 
 
 @gluon.jit
+def _with_loose(tiles_max, tiles_sum, loose_x):
+    """A segment's (max, sum of exp(x - max)) from its tiles' pair and its loose elements (float32, -inf where
+    masked)."""
+    seg_max = gl.maximum(tiles_max, gl.max(loose_x, axis=0))
+    safe_max = gl.where(seg_max == float("-inf"), 0.0, seg_max)
+    return seg_max, tiles_sum * _exp(tiles_max - safe_max) + gl.sum(_exp(loose_x - safe_max), axis=0)
+
+
+@gluon.jit
 def _row_max_inv_sum(input_ptr, slots_ptr, row, item, n_segments, segment_cols, n_cols, siblings, max_polls, offsets,
                      W: gl.constexpr, ALIGNED: gl.constexpr, STEP: gl.constexpr, TILE: gl.constexpr,
                      VEC: gl.constexpr, layout: gl.constexpr, NUM_WARPS: gl.constexpr):
@@ -242,6 +251,14 @@ def _loose_offsets(first, end, covered, VEC: gl.constexpr, LOOSE: gl.constexpr, 
     flat = gl.where(j < VEC, first + j, gl.where(j < 2 * VEC, foot_start + j - VEC, covered + j - 2 * VEC))
     mask = gl.where(j < VEC, flat < head_end, gl.where(j < 2 * VEC, flat < last, (flat >= first) & (flat < end)))
     return flat, mask
+
+
+@gluon.jit
+def _load_loose(input_ptr, first, end, covered, VEC: gl.constexpr, LOOSE: gl.constexpr, layout: gl.constexpr):
+    """(flat indices, mask, float32 values with -inf where masked) of an item's loose elements (_loose_offsets)."""
+    loose, loose_mask = _loose_offsets(first, end, covered, VEC, LOOSE, layout)
+    return loose, loose_mask, gl.load(input_ptr + loose.to(gl.int64), mask=loose_mask,
+                                      other=float("-inf")).to(gl.float32)
 
 
 @gluon.jit
@@ -339,8 +356,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
                                                           STEP)
         last = gl.minimum(end, covered)
         if LOOSE > 0:
-            loose, loose_mask = _loose_offsets(first, end, covered, VEC, LOOSE, lanes)
-            loose_x = gl.load(input_ptr + loose.to(gl.int64), mask=loose_mask, other=float("-inf")).to(gl.float32)
+            loose, loose_mask, loose_x = _load_loose(input_ptr, first, end, covered, VEC, LOOSE, lanes)
         vec_max = gl.full([TILE // VEC], float("-inf"), gl.float32, layout=gl.SliceLayout(1, layout))
         vec_sum = gl.full([TILE // VEC], 0.0, gl.float32, layout=gl.SliceLayout(1, layout))
         if TILE_LOOP:  # pass 1: each tile as it lands
@@ -355,10 +371,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
         phases = phases ^ ((1 << n_tiles) - 1)
         seg_max, seg_sum = _combine(vec_max, vec_sum)
         if LOOSE > 0:
-            tiles_max = seg_max
-            seg_max = gl.maximum(tiles_max, gl.max(loose_x, axis=0))
-            safe_max = gl.where(seg_max == float("-inf"), 0.0, seg_max)
-            seg_sum = seg_sum * _exp(tiles_max - safe_max) + gl.sum(_exp(loose_x - safe_max), axis=0)
+            seg_max, seg_sum = _with_loose(seg_max, seg_sum, loose_x)
         if n_segments == 1:
             row_max = seg_max
             inv_row_sum = 1.0 / (seg_sum * _exp(seg_max - row_max))  # NaN for a fully -inf row, as in torch
@@ -407,8 +420,7 @@ def _lag_stats(input_ptr, smem, bars, base, phases, tile_start, n_tiles, first, 
     lands (its whole vectors, _in_tiles), with its loose elements (LOOSE > 0) read from global memory."""
     last = gl.minimum(end, covered)
     if LOOSE > 0:  # asked for first, so that their latency passes under the tiles'
-        loose, loose_mask = _loose_offsets(first, end, covered, VEC, LOOSE, lanes)
-        loose_x = gl.load(input_ptr + loose.to(gl.int64), mask=loose_mask, other=float("-inf")).to(gl.float32)
+        loose, loose_mask, loose_x = _load_loose(input_ptr, first, end, covered, VEC, LOOSE, lanes)
     vec_max = gl.full([TILE // VEC], float("-inf"), gl.float32, layout=gl.SliceLayout(1, layout))
     vec_sum = gl.full([TILE // VEC], 0.0, gl.float32, layout=gl.SliceLayout(1, layout))
     for t in range(n_tiles):
@@ -418,10 +430,7 @@ def _lag_stats(input_ptr, smem, bars, base, phases, tile_start, n_tiles, first, 
         vec_max, vec_sum = _online(vec_max, vec_sum, x)
     seg_max, seg_sum = _combine(vec_max, vec_sum)
     if LOOSE > 0:
-        tiles_max = seg_max
-        seg_max = gl.maximum(tiles_max, gl.max(loose_x, axis=0))
-        safe_max = gl.where(seg_max == float("-inf"), 0.0, seg_max)
-        seg_sum = seg_sum * _exp(tiles_max - safe_max) + gl.sum(_exp(loose_x - safe_max), axis=0)
+        seg_max, seg_sum = _with_loose(seg_max, seg_sum, loose_x)
     return seg_max, seg_sum
 
 
@@ -497,8 +506,7 @@ def _tma_lag_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_col
         if after >= n_items:
             a_tiles = 0
         if LOOSE > 0:  # read again: they were read an item ago, and L2 holds them
-            loose, loose_mask = _loose_offsets(first, end, covered, VEC, LOOSE, lanes)
-            loose_x = gl.load(input_ptr + loose.to(gl.int64), mask=loose_mask, other=float("-inf")).to(gl.float32)
+            loose, loose_mask, loose_x = _load_loose(input_ptr, first, end, covered, VEC, LOOSE, lanes)
             gl.store(output_ptr + loose.to(gl.int64), (_exp(loose_x - row_max) * inv_row_sum).to(dtype),
                      mask=loose_mask)
         last = gl.minimum(end, covered)

@@ -1308,7 +1308,7 @@ class Plan(NamedTuple):
                              # registers besides its slots (gluon_softmax._register_cut; rounds 152-154)
     lag: bool = False  # tma-stream: each program holds two items in half the slots each and runs the next one's
                        # pass 1 before this one's wait (gluon_softmax._tma_lag_bwd_kernel, _tma_lag_fwd_kernel;
-                       # rounds 168-170); the forward's only for rows of whole view rows (view_rows)
+                       # rounds 168-170; rows off view rows since round 173)
 
 
 # An L2 this large or larger takes the table's min_l2_bytes rows: 60 MiB, the H200's (the H100's holds 50 MiB).
