@@ -309,11 +309,40 @@ def _refill(in_desc, smem, bars, i, next_tile_start, TILE: gl.constexpr, W: gl.c
 
 
 @gluon.jit
+def _claim_row(mail_ptr, group, j, rows_cap, n_groups):
+    """ROWS_DYNAMIC: the first of a group's programs to get here takes the group's j-th row from the counter
+    (mail_ptr[-1]; rows n_groups, n_groups + 1, ... in turn) and posts it plus 1 in the group's box j (0: unclaimed,
+    -1: claimed, not yet posted); the others find the box claimed and go on. One thread does the atomics (Triton
+    shares a scalar atomic's result through shared memory), so a claim costs its program one barrier."""
+    if j < rows_cap:
+        box = mail_ptr + group * rows_cap + j
+        unclaimed = (j * 0).to(gl.int64)
+        if gl.atomic_cas(box, unclaimed, unclaimed - 1, sem="relaxed") == 0:
+            ticket = gl.atomic_add(mail_ptr - 1, unclaimed + 1, sem="relaxed")
+            gl.atomic_xchg(box, n_groups + ticket + 1, sem="relaxed")
+
+
+@gluon.jit
+def _posted_row(mail_ptr, group, j, rows_cap, n_rows):
+    """ROWS_DYNAMIC: the group's j-th row once posted (n_rows: no more rows for the group). Every program of the group
+    has tried to claim box j before it asks, so the box is claimed by a running program, which posts at once."""
+    row = n_rows
+    if j < rows_cap:
+        box = mail_ptr + group * rows_cap + j
+        posted = gl.load(box, volatile=True)
+        while posted <= 0:
+            posted = gl.load(box, volatile=True)
+        row = gl.minimum(posted - 1, n_rows).to(gl.int32)
+    return row
+
+
+@gluon.jit
 def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr, n_rows, n_cols, n_segments,
                            segment_cols,
-                           max_polls, TILE: gl.constexpr, SLOTS: gl.constexpr, VEC: gl.constexpr,
+                           max_polls, rows_cap, TILE: gl.constexpr, SLOTS: gl.constexpr, VEC: gl.constexpr,
                            SEGMENTS_BLOCK: gl.constexpr, NUM_WARPS: gl.constexpr, LOOSE: gl.constexpr,
-                           TILE_LOOP: gl.constexpr, ALIGNED: gl.constexpr = False):
+                           TILE_LOOP: gl.constexpr, ALIGNED: gl.constexpr = False,
+                           ROWS_DYNAMIC: gl.constexpr = False):
     """Two-pass online softmax of (row, segment) items program_id, program_id + num_programs, ... of a contiguous
     [n_rows, n_cols] input of any row length; a segment is at most SLOTS tiles of TILE elements, held in shared
     memory from its load to its write. Tiles reduce and store only their whole 16-byte vectors; the few loose
@@ -323,7 +352,11 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
     over a runtime slot rather than unrolled (a quarter of the code; for 2-byte rows, round 102). The maxima stay in
     the input's units (exp(x - m)), as in triton_softmax's float32 kernels. Where part_desc's boxes are shorter than
     a tile, an item's last tile is asked for apart, up to the item's end in them (_issue_last_tile). ALIGNED: segments
-    after a row's first start on a view row (_segment_span), so that they use every slot."""
+    after a row's first start on a view row (_segment_span), so that they use every slot. ROWS_DYNAMIC (a grid of
+    whole groups of n_segments programs): the programs of group g start on row g and then take whole rows from a
+    counter (_claim_row, _posted_row; at most rows_cap rows a group, its boxes after the items' slots), not every
+    num_programs-th item, so that the groups of programs launched first, which run faster, take more rows and the
+    groups end together (round 182)."""
     dtype: gl.constexpr = in_desc.dtype
     W: gl.constexpr = in_desc.block_type.shape[1]
     # 1: an item's last tile is asked for apart, in part_desc's boxes; 0: as every other tile
@@ -351,7 +384,11 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
         _issue_last_tile(in_desc, part_desc, smem, bars, n_tiles - 1, tile_start + (n_tiles - 1) * TILE, end, TILE,
                          SLOTS, W)
     phases = item * 0  # bit i: the phase slot i's barrier completes next
-    for item in range(gl.program_id(0), n_items, step):
+    group = item // n_segments  # ROWS_DYNAMIC: the programs of a row, in step at its exchange
+    segment = item - group * n_segments
+    mail_ptr = slots_ptr + n_items + 1  # ROWS_DYNAMIC: the row counter, then rows_cap boxes a group
+    j = item * 0  # ROWS_DYNAMIC: the group's rows so far
+    while item < n_items:
         row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W, ALIGNED,
                                                           STEP)
         last = gl.minimum(end, covered)
@@ -372,6 +409,8 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
         seg_max, seg_sum = _combine(vec_max, vec_sum)
         if LOOSE > 0:
             seg_max, seg_sum = _with_loose(seg_max, seg_sum, loose_x)
+        if ROWS_DYNAMIC:  # the group's next row, claimed while the siblings finish their pass 1
+            _claim_row(mail_ptr, group, j + 1, rows_cap, step // n_segments)
         if n_segments == 1:
             row_max = seg_max
             inv_row_sum = 1.0 / (seg_sum * _exp(seg_max - row_max))  # NaN for a fully -inf row, as in torch
@@ -383,7 +422,10 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
         if LOOSE > 0:
             y_loose = (_exp(loose_x - row_max) * inv_row_sum).to(dtype)
             gl.store(output_ptr + loose.to(gl.int64), y_loose, mask=loose_mask)
-        next_item = item + step
+        if ROWS_DYNAMIC:
+            next_item = _posted_row(mail_ptr, group, j + 1, rows_cap, n_rows) * n_segments + segment
+        else:
+            next_item = item + step
         next_row, next_first, next_end, next_tile_start, next_tiles = _item_span(
             next_item, n_segments, segment_cols, n_cols, TILE, W, ALIGNED, STEP)
         if next_item >= n_items:
@@ -408,6 +450,8 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
             _cta_barrier()  # every warp has read the slot, whichever it is
             _issue_last_tile(in_desc, part_desc, smem, bars, next_tiles - 1, next_tile_start + (next_tiles - 1) * TILE,
                              next_end, TILE, SLOTS, W)
+        item = next_item
+        j += 1
     for i in gl.static_range(SLOTS):
         mbarrier.invalidate(bars.index(i))
 
@@ -1022,16 +1066,23 @@ def _last_tile_part_rows(segment_cols: int, tile: int, width: int, tile_loop: bo
     return LAST_TILE_PART_ROWS if 0 < held < tile // 2 and not tile_loop else tile // width
 
 
+def _rows_cap(n_rows: int, n_groups: int) -> int:
+    """Rows one group of a ROWS_DYNAMIC launch may take at most (its boxes): twice its even share, so the groups'
+    boxes hold every row twice over, and a fast group is never stopped by its boxes."""
+    return 2 * triton.cdiv(n_rows, n_groups) + 2
+
+
 def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int, num_warps: int,
                        segment_bytes: int, max_polls: int, tile_loop: bool = False, launch=_direct,
                        part_rows: int = 0, programs_per_sm: int = 1, aligned: bool = False,
-                       lag: bool = False) -> None:
+                       lag: bool = False, rows_dynamic: bool = False) -> None:
     """Launch the tma-stream forward from x into y (both contiguous, x eligible: tma_forward_eligible), through
     launch(kernel, grid, *args, **kwargs); tile_loop: the kernel's TILE_LOOP; part_rows: view rows of the boxes an
     item's last tile is asked for in (0: _last_tile_part_rows's choice); programs_per_sm: programs an SM, each
     holding segment_bytes of slots (under SM_SHARED_BYTES together); aligned: rows that do not start on a view row
     cut so that only a row's first segment straddles one (_segments, the kernel's ALIGNED); lag: each program holds
-    two items of half the slots each (_tma_lag_fwd_kernel)."""
+    two items of half the slots each (_tma_lag_fwd_kernel); rows_dynamic: groups of a row's programs take whole rows
+    from a counter (the kernel's ROWS_DYNAMIC), where the grid is whole groups and holds fewer groups than rows."""
     vec = 16 // x.element_size()
     # rows of whole vectors with a view row width dividing the tensor have no loose elements
     loose = 0 if x.shape[1] % vec == 0 and _view_width(x) else triton.next_power_of_2(
@@ -1046,9 +1097,15 @@ def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int
         return
     shape = _launch_shape(x, vectors_per_thread, num_warps, segment_bytes, width, programs_per_sm, aligned=aligned)
     part_rows = part_rows or _last_tile_part_rows(shape.segment_cols, shape.constexprs["TILE"], width, tile_loop)
+    n_groups, slots, rows_cap = shape.grid[0] // shape.n_segments, shape.slots, 0
+    rows_dynamic = rows_dynamic and shape.grid[0] % shape.n_segments == 0 and x.shape[0] > n_groups
+    if rows_dynamic:  # the items' slots, the row counter, then each group's boxes, zeroed together
+        rows_cap = _rows_cap(x.shape[0], n_groups)
+        slots = torch.zeros(x.shape[0] * shape.n_segments + 1 + n_groups * rows_cap, dtype=torch.int64,
+                            device=x.device)
     launch(_tma_stream_fwd_kernel, shape.grid, y, x, shape.descriptor(x), shape.descriptor(x, part_rows),
-           shape.slots, *x.shape, shape.n_segments, shape.segment_cols, max_polls, LOOSE=loose, TILE_LOOP=tile_loop,
-           ALIGNED=aligned, **shape.constexprs)
+           slots, *x.shape, shape.n_segments, shape.segment_cols, max_polls, rows_cap, LOOSE=loose,
+           TILE_LOOP=tile_loop, ALIGNED=aligned, ROWS_DYNAMIC=rows_dynamic, **shape.constexprs)
 
 
 def tma_stream_backward(dx: torch.Tensor, y: torch.Tensor, dy: torch.Tensor, vectors_per_thread: int, num_warps: int,

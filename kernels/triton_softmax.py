@@ -1309,6 +1309,8 @@ class Plan(NamedTuple):
     lag: bool = False  # tma-stream: each program holds two items in half the slots each and runs the next one's
                        # pass 1 before this one's wait (gluon_softmax._tma_lag_bwd_kernel, _tma_lag_fwd_kernel;
                        # rounds 168-170; rows off view rows since round 173)
+    rows_dynamic: bool = False  # forward tma-stream: groups of a row's programs take whole rows from a counter where
+                                # the grid is whole groups (gluon_softmax's ROWS_DYNAMIC; round 182)
 
 
 # An L2 this large or larger takes the table's min_l2_bytes rows: 60 MiB, the H200's (the H100's holds 50 MiB).
@@ -1538,6 +1540,14 @@ TMA_VIEW_ROW_BYTES = 512
 # 2-byte on 6 of 4, fp32 on 5 of 5: at 777,777 the H200 +4.2-4.9% (2-byte, against 3 of 8) and +5.1% (fp32), the
 # H100 +2.9% and +3.3% (against 2 of 7 and one program of 14); fp32 300,000 +3.3% and +6-8%. The cut lost 0.5-2% at
 # 100,000-100,001 on both GPUs (rows of 10-13 segments), which keep the cut of round 108.
+# Round 182 (notes/probes/2026-11-27-{h100,h200}-rows-dynamic*.json): a grid's programs end in the order they were
+# launched (round 180's timeline: on the H200 the sixth wave of programs 25 us after the first), so whole view rows of
+# up to 131,072 columns hand whole rows to groups of a row's programs from a counter (rows_dynamic), where the grid is
+# whole groups (2-byte 65,536 and 131,072, fp32 65,536). Against the table before, three fresh inputs a shape: bf16
+# 65,536 and 131,072 +2.2% and +2.4% on the H200 (+1.7-2.1% in a second call), +0.8% on the H100; at twice and four
+# times the sweep's rows +4.1-4.5% and +5.3-5.5% (H200), +2.1-2.7% and +3.2-3.3% (H100), the gap growing with the rows
+# as the waves' spread does. Rows of 16 or more segments (grids that are not whole groups, or whole groups of fewer
+# programs) gained nothing at the sweep's size or lost 1-3% (bf16 1M, fp16 777,777), so they keep every step-th item.
 SOFTMAX_PLANS = (
     #     op          max_cols  min_rows bytes path      rows  block  warps  progs stages segment unroll
     Plan("forward",        64,        0,  0, "rows",      64,     0,     4,    0),
@@ -1569,7 +1579,7 @@ SOFTMAX_PLANS = (
     Plan("forward",     32768,        0,  0, "rows",       1,     0,    32,    0),
     Plan("forward",     40960,        2,  4, "row-tiles",  1,  8192,    32,    0,    0,      0, 1, True),
     Plan("forward",    131072,        2,  0, "tma-stream", 4,    0,     4,    6,    0,  32768, tile_loop=True,
-         view_rows=True),
+         view_rows=True, rows_dynamic=True),
     Plan("forward",     65536,        2,  0, "tile",       2,     0,    32,    1,    0,      0, 4, True),
     Plan("forward",    131072,        2,  2, "tma-stream", 4,    0,     4,    4,    0,  49152, tile_loop=True,
          min_l2_bytes=L2_60_MB),
@@ -2321,7 +2331,8 @@ def _launch_forward_path(y, x, plan, align, max_segments=0):
     elif plan.path == "tma-stream":
         _gluon_softmax().tma_stream_forward(y, x, plan.rows_per_program, plan.num_warps, plan.segment_bytes,
                                             _max_polls(), plan.tile_loop, launch=_launch,
-                                            programs_per_sm=plan.programs_per_sm, aligned=plan.aligned, lag=plan.lag)
+                                            programs_per_sm=plan.programs_per_sm, aligned=plan.aligned, lag=plan.lag,
+                                            rows_dynamic=plan.rows_dynamic)
     else:
         _forward_tile_stream(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm, plan.segment_bytes,
                              align, plan.unroll, log2, one_warp_from=plan.one_warp_from,

@@ -25,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 def facts(op: str, dtype: str, programs: int, warps: int, vectors: int, slots: int, loose: bool = False,
           tile_loop: bool = False, aligned: bool = False, maxnreg: int = 0, segments_block: int = 0,
           part_rows: int = 0, dynamic: bool = False, prefetch_next: bool = False, register_tiles: int = 0,
-          poll_sleep: int = 0, extra: dict | None = None, lag: bool = False, tma_store: bool = False) -> dict:
+          poll_sleep: int = 0, extra: dict | None = None, lag: bool = False, tma_store: bool = False,
+          rows_dynamic: bool = False) -> dict:
     """Resource use of one tma-stream launch compiled for sm_90 (slots: tiles of each tensor a program holds;
     maxnreg 0: the launch's own cap, gluon_softmax._register_share; segments_block 0: 32 for one program an SM, else
     64; part_rows 0: the forward's largest last-tile box, a tile's with the tile loop, LAST_TILE_PART_ROWS without;
@@ -34,7 +35,8 @@ def facts(op: str, dtype: str, programs: int, warps: int, vectors: int, slots: i
     REG (round 152)); poll_sleep: nanoseconds slept before each re-read of the slots, the kernels' POLL_SLEEP
     (round 166's patch); extra: further constexprs of a probe's patch, by name; lag: two items of slots tiles each a
     program, _tma_lag_fwd_kernel or _tma_lag_bwd_kernel (rounds 168-170); tma_store: the forward's pass 2 through
-    TMA stores, its TMA_STORE (round 179))."""
+    TMA stores, its TMA_STORE (round 179); rows_dynamic: the forward's whole rows from a counter, its ROWS_DYNAMIC
+    (round 182))."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
@@ -58,6 +60,8 @@ def facts(op: str, dtype: str, programs: int, warps: int, vectors: int, slots: i
         if "out_desc" in kernel_fn.arg_names:  # the output's descriptor, for TMA stores (round 179)
             signature = {**dict(list(signature.items())[:4]), "out_desc": desc, **scalars}
             divisible, kind["TMA_STORE"] = (0, 1, 5), tma_store
+        if "rows_cap" in kernel_fn.arg_names:  # rows taken from a counter (round 182)
+            signature["rows_cap"], kind["ROWS_DYNAMIC"] = "i32", rows_dynamic
         if aligned or "ALIGNED" in kernel_fn.arg_names:  # a kernel without the cut (round 129) compiles without it
             kind["ALIGNED"] = aligned
         if lag:  # the tiles as a loop, no part descriptor (LOOSE and ALIGNED since round 173)
@@ -101,13 +105,13 @@ def main(argv: list) -> None:
         parser.add_argument(f"--{name}", type=int, required=True)
     for name in ("maxnreg", "segments-block", "part-rows", "register-tiles", "poll-sleep"):
         parser.add_argument(f"--{name}", type=int, default=0)
-    for name in ("loose", "tile-loop", "aligned", "dynamic", "prefetch-next", "lag", "tma-store"):
+    for name in ("loose", "tile-loop", "aligned", "dynamic", "prefetch-next", "lag", "tma-store", "rows-dynamic"):
         parser.add_argument(f"--{name}", action="store_true")
     args = parser.parse_args(argv)
     print(json.dumps(facts(args.op, args.dtype, args.programs, args.warps, args.vectors, args.slots, args.loose,
                            args.tile_loop, args.aligned, args.maxnreg, args.segments_block, args.part_rows,
                            args.dynamic, args.prefetch_next, args.register_tiles, args.poll_sleep, lag=args.lag,
-                           tma_store=args.tma_store)))
+                           tma_store=args.tma_store, rows_dynamic=args.rows_dynamic)))
 
 
 if __name__ == "__main__":

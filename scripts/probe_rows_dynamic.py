@@ -15,6 +15,10 @@ way, then times the table against ROWS_DYNAMIC on fresh inputs, every output of 
     patch -p1 < notes/probes/2026-11-27-round-182-rows-dynamic.patch
     python scripts/probe_rows_dynamic.py        # on a Hopper GPU; $OUT/probe_rows_dynamic.json
     python scripts/probe_rows_dynamic.py rows   # the same at 2 and 4 times the sweep's rows (fewer shapes)
+
+Since the product took it (the table's rows_dynamic, with no patch applied):
+
+    python scripts/probe_rows_dynamic.py table  # the table against the table with rows_dynamic off
 """
 import statistics
 import sys
@@ -82,7 +86,32 @@ def rows_case(times: int):
     return case
 
 
+def without_rows_dynamic(fn):
+    """fn with gluon_softmax.tma_stream_forward's rows_dynamic forced off."""
+    def run(*args):
+        launcher = gs.tma_stream_forward
+
+        def static(*a, **kw):
+            return launcher(*a, **{**kw, "rows_dynamic": False})
+        gs.tma_stream_forward = static
+        try:
+            return fn(*args)
+        finally:
+            gs.tma_stream_forward = launcher
+    return run
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["table"]:
+        warm_up_gpu()
+        print(torch.cuda.get_device_name(), flush=True)
+        results: list = []
+        shapes = [(65536, "bfloat16"), (131072, "float16"), (65536, "float32"), (131072, "float32"),
+                  (1048576, "bfloat16")]
+        ab_trials("table, against the table without rows_dynamic", sm.softmax_forward, shapes, results, trials=3,
+                  baseline=without_rows_dynamic(sm.softmax_forward))
+        save_results("probe_rows_dynamic_table.json", results)
+        sys.exit(0)
     if not hasattr(gs, "ROWS_DYNAMIC"):
         sys.exit("this probe needs notes/probes/2026-11-27-round-182-rows-dynamic.patch applied")
     warm_up_gpu()

@@ -141,7 +141,9 @@ def test_the_dispatcher_passes_a_rows_cut_to_the_launcher(monkeypatch):
         sm._run_forward_plan(torch.empty_like(x), x, plan, 4)
         args, kwargs = calls[-1]
         assert args[2:5] == (4, 4, 32768) and args[6] is True
-        assert (kwargs["programs_per_sm"], kwargs["aligned"]) == (6, aligned)
+        assert (kwargs["programs_per_sm"], kwargs["aligned"], kwargs["rows_dynamic"]) == (6, aligned, False)
+    sm._run_forward_plan(torch.empty_like(x), x, plan._replace(rows_dynamic=True), 4)
+    assert calls[-1][1]["rows_dynamic"] is True
     launcher.tma_stream_backward = lambda *args, **kwargs: calls.append((args, kwargs))
     plan = sm.Plan("backward", 1000, 0, 0, "tma-stream", 4, 0, 4, 6, 0, 32768, whole_vectors=True)
     sm._run_backward_plan(torch.empty_like(x), x, x, plan, 4)
@@ -455,6 +457,25 @@ def test_tma_stream_compiles_for_hopper_without_spills(op, dtype, rows, programs
     else:
         whole_tiles = 2 * (slots - 1) + 2
         assert whole_tiles + 2 <= tma_loads <= whole_tiles + 16 and vector_stores >= slots, done.stdout
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16", "fp32"])
+def test_the_forward_taking_rows_from_a_counter_compiles_without_spills(dtype):
+    """The table's rows_dynamic launch (6 programs of 4 slots of 8 KB on 4 warps, tile loop, whole view rows; round
+    182) compiles for sm_90 under its share of the registers with nothing spilled, with the tile loop's TMA loads and
+    a 16-byte store a thread for each of its vectors of a tile, like the same launch without the counter."""
+    plan = next(plan for plan in sm.SOFTMAX_PLANS if plan.rows_dynamic)
+    assert (plan.path, plan.programs_per_sm, plan.num_warps, plan.rows_per_program, plan.segment_bytes,
+            plan.tile_loop, plan.view_rows) == ("tma-stream", 6, 4, 4, 32768, True, True)
+    env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
+    command = [sys.executable, "scripts/compile_tma.py", "forward", dtype, "--programs", "6", "--warps", "4",
+               "--vectors", "4", "--slots", "4", "--tile-loop", "--rows-dynamic"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr[-2000:]
+    facts = json.loads(done.stdout)
+    assert facts["stack"] == 0 and facts["local"] == 0 and 0 < facts["registers"] <= facts["register_cap"], facts
+    assert (facts["tma_loads"], facts["vector_stores"]) == (4 + 2, 4), facts
 
 
 @pytest.mark.parametrize("dtype,rows,programs,slots,warps,vectors", [
@@ -797,6 +818,41 @@ def test_the_lagged_forward_off_view_rows_matches_float64(n_rows, n_cols, dtype,
     for max_polls in (sm._max_polls(), 0):
         y = torch.empty_like(x)
         gs.tma_stream_forward(y, x, 4, 4, 32768, max_polls, True, programs_per_sm=6, aligned=aligned, lag=True)
+        torch.testing.assert_close(y.double(), torch.softmax(x.double(), -1), atol=atol, rtol=rtol, equal_nan=True)
+
+
+# Whole rows from a counter (rows_dynamic, round 182), launched directly and checked to take it: the table's 6
+# programs of 4 slots on rows of 2 segments (4,000 x 32,768 bf16: a grid of 6 programs an SM is always whole groups of
+# 2), of 4 (3,000 x 65,536 bf16: more rows than groups, which take different numbers of rows), of 8 where the grid is
+# whole groups of 8 (700 x 131,072 fp16, 900 x 65,536 fp32); 5 programs an SM on rows off view rows (1,500 x 65,537
+# bf16: loose elements, 6 segments a row); -inf masks and a row of only -inf; siblings waited for, and none
+# (max_polls 0: every program computes its missing siblings' partials itself).
+@on_hopper
+@pytest.mark.parametrize("n_rows,n_cols,dtype,programs", [(4000, 32768, torch.bfloat16, 6),
+                                                          (3000, 65536, torch.bfloat16, 6),
+                                                          (700, 131072, torch.float16, 6),
+                                                          (900, 65536, torch.float32, 6),
+                                                          (1500, 65537, torch.bfloat16, 5)], ids=str)
+def test_rows_taken_from_a_counter_match_float64(n_rows, n_cols, dtype, programs):
+    x = long_rows(n_rows, n_cols, seed=16, dtype=dtype)
+    x[0, ::7] = float("-inf")
+    x[-1] = float("-inf")
+    atol, rtol = FORWARD_TOL[dtype]
+    sms = torch.cuda.get_device_properties(x.device).multi_processor_count
+    elem = x.element_size()
+    segments = gs._cut(n_rows, n_cols, 4 * 32 * 4 * 16 // elem, 32768, elem, gs._forward_width(n_rows, n_cols, elem),
+                       False, False, 0, 0)[0]
+    if programs * sms % segments:
+        pytest.skip(f"{programs} x {sms} programs are not whole groups of {segments}")
+    for max_polls in (sm._max_polls(), 0):
+        y, seen = torch.empty_like(x), {}
+
+        def launch(kernel, grid, *args, **kwargs):
+            seen.update(kwargs)
+            kernel[grid](*args, **kwargs)
+        gs.tma_stream_forward(y, x, 4, 4, 32768, max_polls, True, launch=launch, programs_per_sm=programs,
+                              rows_dynamic=True)
+        assert seen["ROWS_DYNAMIC"] is True
         torch.testing.assert_close(y.double(), torch.softmax(x.double(), -1), atol=atol, rtol=rtol, equal_nan=True)
 
 
