@@ -21,9 +21,9 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from probe_long_rows import check, save_results, sm, softmax_reference, warm_up_gpu  # noqa: E402
+from probe_long_rows import save_results, sm, warm_up_gpu  # noqa: E402
 from probe_tma_no_exchange import with_attribute  # noqa: E402
-from probe_tma_timeline import stamped_call, summary  # noqa: E402
+from probe_tma_timeline import stamped_pair, summary  # noqa: E402
 from probe_trials import ab_trials, backward_case  # noqa: E402
 from kernels import gluon_softmax as gs  # noqa: E402
 
@@ -44,19 +44,7 @@ def ends_by_wave(s: torch.Tensor, grid: int, waves: int) -> list:
 
 def timeline(out: list) -> None:
     """One stamped call of bf16 131,072 (1,024 rows), table and MIX."""
-    x = (torch.randn(1024, 131072, device="cuda") * 2).to(torch.bfloat16)
-    ref, scale = softmax_reference(x)
-    for label, mix in (("table", False), ("mix", True)):
-        gs.MIX = mix
-        try:
-            for _ in range(3):
-                y, s, grid = stamped_call(x)
-        finally:
-            gs.MIX = False
-        assert check(y, ref, "bfloat16", scale)["passed"], label
-        line = {"probe": f"timeline {label}", **summary(s, grid), "ends_by_wave_us": ends_by_wave(s, grid, 6)}
-        print({k: v for k, v in line.items() if k != "programs_in_phase"}, flush=True)
-        out.append(line)
+    stamped_pair("MIX", "mix", lambda s, grid: {**summary(s, grid), "ends_by_wave_us": ends_by_wave(s, grid, 6)}, out)
 
 
 if __name__ == "__main__":

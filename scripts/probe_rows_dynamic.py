@@ -28,9 +28,9 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from probe_long_rows import ELEMENTS, check, save_results, sm, softmax_reference, warm_up_gpu  # noqa: E402
+from probe_long_rows import ELEMENTS, save_results, sm, softmax_reference, warm_up_gpu  # noqa: E402
 from probe_tma_no_exchange import with_attribute  # noqa: E402
-from probe_tma_timeline import pct, stamped_call  # noqa: E402
+from probe_tma_timeline import pct, stamped_pair  # noqa: E402
 from probe_trials import ab_trials  # noqa: E402
 from kernels import gluon_softmax as gs  # noqa: E402
 
@@ -62,19 +62,7 @@ def ends(s: torch.Tensor) -> dict:
 
 def timeline(out: list) -> None:
     """One stamped call of bf16 131,072 (1,024 rows), the table's and ROWS_DYNAMIC's."""
-    x = (torch.randn(1024, 131072, device="cuda") * 2).to(torch.bfloat16)
-    ref, scale = softmax_reference(x)
-    for label, dynamic in (("table", False), ("rows dynamic", True)):
-        gs.ROWS_DYNAMIC = dynamic
-        try:
-            for _ in range(3):
-                y, s, _grid = stamped_call(x)
-        finally:
-            gs.ROWS_DYNAMIC = False
-        assert check(y, ref, "bfloat16", scale)["passed"], label
-        line = {"probe": f"timeline {label}", **ends(s)}
-        print(line, flush=True)
-        out.append(line)
+    stamped_pair("ROWS_DYNAMIC", "rows dynamic", lambda s, grid: ends(s), out)
 
 
 def rows_case(times: int):

@@ -56,6 +56,24 @@ def stamped_call(x: torch.Tensor) -> tuple:
     return y, s[:n_items], grid
 
 
+def stamped_pair(attribute: str, label: str, summarize, out: list) -> None:
+    """One stamped call of bf16 131,072 (1,024 rows) with gluon_softmax's attribute off (the table) and on (label),
+    each output checked against float64 first; summarize(stamps, grid) gives each line's figures."""
+    x = (torch.randn(1024, 131072, device="cuda") * 2).to(torch.bfloat16)
+    ref, scale = softmax_reference(x)
+    for name, value in (("table", False), (label, True)):
+        setattr(gs, attribute, value)
+        try:
+            for _ in range(3):
+                y, s, grid = stamped_call(x)
+        finally:
+            setattr(gs, attribute, False)
+        assert check(y, ref, "bfloat16", scale)["passed"], name
+        line = {"probe": f"timeline {name}", **summarize(s, grid)}
+        print({k: v for k, v in line.items() if k != "programs_in_phase"}, flush=True)
+        out.append(line)
+
+
 def summary(s: torch.Tensor, grid: int) -> dict:
     """Phase medians, the call's start and end, and the programs in each phase over time."""
     t = (s[:, :4] - s[:, :4][s[:, :4] > 0].min()).tolist()
