@@ -12,8 +12,12 @@ table on fresh inputs, every output checked against float64 first.
 
     patch -p1 < notes/probes/2026-11-27-round-180-timeline.patch
     python scripts/probe_tma_timeline.py      # on a Hopper GPU; $OUT/probe_tma_timeline.json
+
+Since 59d052f (the kernel's rows_dynamic) the stamps alone are notes/probes/2026-11-27-round-186-timeline.patch
+(no STAGGER; the fifth stamp is program id x 1024 + SM): apply it instead for the raw mode.
     python scripts/probe_tma_timeline.py raw  # bf16 131,072 at the sweep's 1,024 rows and at 990 (10.00 rounds of
                                               # the grid), each item's stamps kept; $OUT/probe_tma_timeline_raw.json
+    python scripts/probe_tma_timeline.py raw 100000 bfloat16 1048576 bfloat16   # the sweep's rows of each
 """
 import statistics
 import sys
@@ -104,16 +108,17 @@ def summary(s: torch.Tensor, grid: int) -> dict:
     }
 
 
-def raw(out: list) -> None:
-    """Each item's stamps (ns from the call's first), the SM and the program, at two row counts of bf16 131,072."""
-    for m in (1024, 990):
-        x = (torch.randn(m, 131072, device="cuda") * 2).to(torch.bfloat16)
+def raw(out: list, cases=((1024, 131072, "bfloat16"), (990, 131072, "bfloat16"))) -> None:
+    """Each item's stamps (ns from the call's first), the SM and the program, for (rows, columns, dtype) cases: by
+    default two row counts of bf16 131,072."""
+    for m, n, dtype in cases:
+        x = (torch.randn(m, n, device="cuda") * 2).to(getattr(torch, dtype))
         ref, scale = softmax_reference(x)
         for _ in range(3):
             y, s, grid = stamped_call(x)
-        assert check(y, ref, "bfloat16", scale)["passed"], m
+        assert check(y, ref, dtype, scale)["passed"], (m, n, dtype)
         t0 = int(s[:, 0].min())
-        line = {"cols": 131072, "dtype": "bfloat16", "rows": m, "grid": grid, **summary(s, grid),
+        line = {"cols": n, "dtype": dtype, "rows": m, "grid": grid, **summary(s, grid),
                 "stamps_ns": [[int(v) - t0 for v in r[:4]] + [int(r[4])] for r in s.tolist()]}
         print({k: v for k, v in line.items() if k not in ("programs_in_phase", "stamps_ns")}, flush=True)
         out.append(line)
@@ -122,12 +127,13 @@ def raw(out: list) -> None:
 
 if __name__ == "__main__":
     if not hasattr(gs, "STAMPS"):
-        sys.exit("this probe needs notes/probes/2026-11-27-round-180-timeline.patch applied")
+        sys.exit("this probe needs notes/probes/2026-11-27-round-180-timeline.patch (or round 186's) applied")
     warm_up_gpu()
     print(torch.cuda.get_device_name(), flush=True)
     results: list = []
-    if sys.argv[1:] == ["raw"]:
-        raw(results)
+    if sys.argv[1:2] == ["raw"]:  # raw [N DTYPE ...]: the sweep's rows of each, else round 180's two cases
+        pairs = list(zip(sys.argv[2::2], sys.argv[3::2]))
+        raw(results, [((1 << 27) // int(n), int(n), dtype) for n, dtype in pairs] or raw.__defaults__[0])
         save_results("probe_tma_timeline_raw.json", results)
         sys.exit(0)
     for n, dtype in CASES:
