@@ -19,6 +19,8 @@ way, then times the table against ROWS_DYNAMIC on fresh inputs, every output of 
 Since the product took it (the table's rows_dynamic, with no patch applied):
 
     python scripts/probe_rows_dynamic.py table  # the table against the table with rows_dynamic off
+    python scripts/probe_rows_dynamic.py shrink # the table against its own launch on a grid cut to whole groups,
+                                                # with the counter (round 187)
 """
 import statistics
 import sys
@@ -89,7 +91,45 @@ def without_rows_dynamic(fn):
     return run
 
 
+def shrunk(fn):
+    """fn with each tma-stream forward launch cut to a grid of whole groups of a row's programs, taking rows from the
+    counter (its mailbox and row cap made here, as tma_stream_forward makes them for grids of whole groups)."""
+    def run(*args):
+        launcher = gs.tma_stream_forward
+
+        def counted(y, x, *a, **kw):
+            def launch(kernel, grid, *kargs, **kkw):
+                kargs = list(kargs)
+                n_rows, n_segments = kargs[5], kargs[7]
+                groups = min(grid[0] // n_segments, n_rows)
+                if kernel is gs._tma_stream_fwd_kernel and groups < n_rows and not kkw.get("ROWS_DYNAMIC"):
+                    cap = gs._rows_cap(n_rows, groups)
+                    kargs[4] = torch.zeros(n_rows * n_segments + 1 + groups * cap, dtype=torch.int64,
+                                           device=x.device)
+                    kargs[10], kkw["ROWS_DYNAMIC"], grid = cap, True, (groups * n_segments,)
+                kernel[grid](*kargs, **kkw)
+            return launcher(y, x, *a, **{**kw, "launch": launch})
+        gs.tma_stream_forward = counted
+        try:
+            return fn(*args)
+        finally:
+            gs.tma_stream_forward = launcher
+    return run
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["shrink"]:
+        warm_up_gpu()
+        print(torch.cuda.get_device_name(), flush=True)
+        results: list = []
+        shapes = [(100000, "bfloat16"), (100001, "float16"), (262144, "bfloat16"), (524288, "float16"),
+                  (1048576, "bfloat16"), (777777, "bfloat16")]
+        ab_trials("the table's launches cut to whole groups, with the counter", shrunk(sm.softmax_forward), shapes,
+                  results, trials=3)
+        ab_trials("the same at 4 x the rows", shrunk(sm.softmax_forward), shapes[:3], results, trials=3,
+                  case=rows_case(4))
+        save_results("probe_rows_dynamic_shrink.json", results)
+        sys.exit(0)
     if sys.argv[1:] == ["table"]:
         warm_up_gpu()
         print(torch.cuda.get_device_name(), flush=True)
