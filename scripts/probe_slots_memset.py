@@ -9,6 +9,11 @@ wrong and its programs never wait (round 167: no wait at all changed the 2-byte 
 checked against float64 first; the variant is timed only. It also times a graph of the memset alone.
 
     python scripts/probe_slots_memset.py   # on a Hopper GPU; $OUT/probe_slots_memset.json
+
+Round 188 asks the question again without stale slots: the table against the table with one more memset of the same
+kind before it (16,384 int64), every output checked, so the difference is what one memset node costs a call.
+
+    python scripts/probe_slots_memset.py extra   # $OUT/probe_slots_memset_extra.json
 """
 import statistics
 import sys
@@ -19,7 +24,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from probe_long_rows import check, save_results, sm, timed, warm_up_gpu  # noqa: E402
 from probe_tma_no_exchange import launched, with_attribute  # noqa: E402
-from probe_trials import forward_case  # noqa: E402
+from probe_trials import ab_trials, forward_case  # noqa: E402
 from kernels import gluon_softmax as gs  # noqa: E402
 
 SHAPES = [(65536, "bfloat16"), (100000, "float16"), (131072, "bfloat16"), (262144, "float16"), (1048576, "bfloat16"),
@@ -43,10 +48,23 @@ class _StaleSlots:
         return self.buffers[size]
 
 
+def with_extra_memset(fn):
+    """fn after a memset of 16,384 int64 zeros, as each call's slots take."""
+    def run(*args):
+        torch.zeros(16384, dtype=torch.int64, device="cuda")
+        return fn(*args)
+    return run
+
+
 if __name__ == "__main__":
     warm_up_gpu()
     print(torch.cuda.get_device_name(), flush=True)
     results: list = []
+    if sys.argv[1:] == ["extra"]:
+        ab_trials("one more memset", with_extra_memset(sm.softmax_forward), SHAPES + [(4096, "bfloat16")], results,
+                  trials=3)
+        save_results("probe_slots_memset_extra.json", results)
+        sys.exit(0)
     for n, dtype in SHAPES:
         ratios, gbs, memset_us = [], [], []
         for trial in range(3):
