@@ -18,6 +18,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from probe_long_rows import save_results, sm, warm_up_gpu  # noqa: E402
+from probe_tma_no_exchange import with_attribute  # noqa: E402
 from probe_trials import ab_trials  # noqa: E402
 from kernels import gluon_softmax as gs  # noqa: E402
 
@@ -26,16 +27,9 @@ SHAPES = [(65536, "bfloat16"), (131072, "bfloat16"), (262144, "float16"), (10000
 
 def with_attributes(fn, **values):
     """fn with gluon_softmax's attributes set to values during each call, and set back after it."""
-    def run(*args):
-        before = {name: getattr(gs, name) for name in values}
-        for name, value in values.items():
-            setattr(gs, name, value)
-        try:
-            return fn(*args)
-        finally:
-            for name, value in before.items():
-                setattr(gs, name, value)
-    return run
+    for name, value in values.items():
+        fn = with_attribute(fn, gs, name, value)
+    return fn
 
 
 if __name__ == "__main__":
