@@ -78,43 +78,27 @@ def rows_case(times: int):
 
 def without_rows_dynamic(fn):
     """fn with gluon_softmax.tma_stream_forward's rows_dynamic forced off."""
-    def run(*args):
-        launcher = gs.tma_stream_forward
-
-        def static(*a, **kw):
-            return launcher(*a, **{**kw, "rows_dynamic": False})
-        gs.tma_stream_forward = static
-        try:
-            return fn(*args)
-        finally:
-            gs.tma_stream_forward = launcher
-    return run
+    launcher = gs.tma_stream_forward
+    return with_attribute(fn, gs, "tma_stream_forward", lambda *a, **kw: launcher(*a, **{**kw, "rows_dynamic": False}))
 
 
 def shrunk(fn):
     """fn with each tma-stream forward launch cut to a grid of whole groups of a row's programs, taking rows from the
-    counter (its mailbox and row cap made here, as tma_stream_forward makes them for grids of whole groups)."""
-    def run(*args):
-        launcher = gs.tma_stream_forward
+    counter (its mailbox and row cap made here, as _launch_shape makes them for grids of whole groups)."""
+    launcher = gs.tma_stream_forward
 
-        def counted(y, x, *a, **kw):
-            def launch(kernel, grid, *kargs, **kkw):
-                kargs = list(kargs)
-                n_rows, n_segments = kargs[5], kargs[7]
-                groups = min(grid[0] // n_segments, n_rows)
-                if kernel is gs._tma_stream_fwd_kernel and groups < n_rows and not kkw.get("ROWS_DYNAMIC"):
-                    cap = gs._rows_cap(n_rows, groups)
-                    kargs[4] = torch.zeros(n_rows * n_segments + 1 + groups * cap, dtype=torch.int64,
-                                           device=x.device)
-                    kargs[10], kkw["ROWS_DYNAMIC"], grid = cap, True, (groups * n_segments,)
-                kernel[grid](*kargs, **kkw)
-            return launcher(y, x, *a, **{**kw, "launch": launch})
-        gs.tma_stream_forward = counted
-        try:
-            return fn(*args)
-        finally:
-            gs.tma_stream_forward = launcher
-    return run
+    def counted(y, x, *a, **kw):
+        def launch(kernel, grid, *kargs, **kkw):
+            kargs = list(kargs)
+            n_rows, n_segments = kargs[5], kargs[7]
+            groups = min(grid[0] // n_segments, n_rows)
+            if kernel is gs._tma_stream_fwd_kernel and groups < n_rows and not kkw.get("ROWS_DYNAMIC"):
+                cap = gs._rows_cap(n_rows, groups)
+                kargs[4] = torch.zeros(n_rows * n_segments + 1 + groups * cap, dtype=torch.int64, device=x.device)
+                kargs[10], kkw["ROWS_DYNAMIC"], grid = cap, True, (groups * n_segments,)
+            kernel[grid](*kargs, **kkw)
+        return launcher(y, x, *a, **{**kw, "launch": launch})
+    return with_attribute(fn, gs, "tma_stream_forward", counted)
 
 
 if __name__ == "__main__":

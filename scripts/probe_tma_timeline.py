@@ -108,7 +108,10 @@ def summary(s: torch.Tensor, grid: int) -> dict:
     }
 
 
-def raw(out: list, cases=((1024, 131072, "bfloat16"), (990, 131072, "bfloat16"))) -> None:
+ROUND_180_RAW = ((1024, 131072, "bfloat16"), (990, 131072, "bfloat16"))  # the sweep's rows, and 10.00 rounds
+
+
+def raw(out: list, cases=ROUND_180_RAW) -> None:
     """Each item's stamps (ns from the call's first), the SM and the program, for (rows, columns, dtype) cases: by
     default two row counts of bf16 131,072."""
     for m, n, dtype in cases:
@@ -133,7 +136,7 @@ if __name__ == "__main__":
     results: list = []
     if sys.argv[1:2] == ["raw"]:  # raw [N DTYPE ...]: the sweep's rows of each, else round 180's two cases
         pairs = list(zip(sys.argv[2::2], sys.argv[3::2]))
-        raw(results, [((1 << 27) // int(n), int(n), dtype) for n, dtype in pairs] or raw.__defaults__[0])
+        raw(results, [((1 << 27) // int(n), int(n), dtype) for n, dtype in pairs] or ROUND_180_RAW)
         save_results("probe_tma_timeline_raw.json", results)
         sys.exit(0)
     for n, dtype in CASES:
