@@ -1003,6 +1003,12 @@ def _register_share(programs_per_sm: int, num_warps: int) -> int:
     return 0 if programs_per_sm == 1 else SM_REGISTERS // (programs_per_sm * num_warps * 32) // 8 * 8
 
 
+def _rows_cap(n_rows: int, n_groups: int) -> int:
+    """Rows one group of a ROWS_DYNAMIC launch may take at most (its boxes): twice its even share, so the groups'
+    boxes hold every row twice over, and a fast group is never stopped by its boxes."""
+    return 2 * triton.cdiv(n_rows, n_groups) + 2
+
+
 class _Launch(NamedTuple):
     """What both directions' launches share: the grid, the segments, the zeroed slots and the constexprs."""
     grid: tuple
@@ -1011,16 +1017,19 @@ class _Launch(NamedTuple):
     slots: torch.Tensor
     descriptor: Callable[[torch.Tensor], TensorDescriptor]
     constexprs: dict
+    rows_cap: int = 0  # rows a group may take from the counter (the forward's ROWS_DYNAMIC), 0: not from it
 
 
 def _launch_shape(t: torch.Tensor, vectors_per_thread: int, num_warps: int, segment_bytes: int, width: int,
                   programs_per_sm: int = 1, tensors: int = 1, aligned: bool = False,
-                  fill_rounds: bool = False, register_tiles: int = 0) -> _Launch:
+                  fill_rounds: bool = False, register_tiles: int = 0, rows_dynamic: bool = False) -> _Launch:
     """The launch of a tma-stream kernel over tensors shaped as t (eligible), in segments of at most segment_bytes of
     each tensor, through a descriptor of view rows of width elements over as many whole view rows as t holds, with
     programs_per_sm programs an SM (or one an item, if fewer), each holding tensors tensors' slots; fill_rounds: rows
     cut as _filled_segments does, where the items outnumber the programs; register_tiles: rows of whole tiles cut as
-    _register_cut does, with the kernel's REG (the backward's), 0 for others."""
+    _register_cut does, with the kernel's REG (the backward's), 0 for others; rows_dynamic: whole rows from a counter
+    (the forward's ROWS_DYNAMIC) where the grid is whole groups of a row's programs and holds fewer groups than rows,
+    the counter and each group's rows_cap boxes zeroed after the items' slots."""
     n_rows, n_cols = t.shape
     elem = t.element_size()
     tile = num_warps * 32 * vectors_per_thread * 16 // elem
@@ -1042,11 +1051,16 @@ def _launch_shape(t: torch.Tensor, vectors_per_thread: int, num_warps: int, segm
         whole = u.numel() // width * width
         view = (u if whole == u.numel() else u.view(-1)[:whole]).view(-1, width)
         return TensorDescriptor(view, [whole // width, width], [width, 1], [box_rows, width], layout)
+    grid = min(programs_per_sm * sms, n_rows * n_segments)
+    n_groups = grid // n_segments
+    rows_cap = _rows_cap(n_rows, n_groups) if rows_dynamic and grid % n_segments == 0 and n_rows > n_groups else 0
+    n_slots = n_rows * n_segments if n_segments > 1 else 1
+    if rows_cap:
+        n_slots = n_rows * n_segments + 1 + n_groups * rows_cap
     return _Launch(
-        grid=(min(programs_per_sm * sms, n_rows * n_segments),),
-        n_segments=n_segments, segment_cols=segment_cols,
-        slots=torch.zeros(n_rows * n_segments if n_segments > 1 else 1, dtype=torch.int64, device=t.device),
-        descriptor=descriptor,
+        grid=(grid,), n_segments=n_segments, segment_cols=segment_cols,
+        slots=torch.zeros(n_slots, dtype=torch.int64, device=t.device),
+        descriptor=descriptor, rows_cap=rows_cap,
         constexprs=dict(TILE=tile, SLOTS=slots, VEC=16 // elem,
                         SEGMENTS_BLOCK=max(2, triton.next_power_of_2(n_segments)), NUM_WARPS=num_warps,
                         num_warps=num_warps, **({"REG": register_tiles * tile} if register_cut else {}),
@@ -1064,12 +1078,6 @@ def _last_tile_part_rows(segment_cols: int, tile: int, width: int, tile_loop: bo
     """View rows of the boxes an item's last tile is asked for in (a tile's: one box, with the other tiles)."""
     held = segment_cols % tile
     return LAST_TILE_PART_ROWS if 0 < held < tile // 2 and not tile_loop else tile // width
-
-
-def _rows_cap(n_rows: int, n_groups: int) -> int:
-    """Rows one group of a ROWS_DYNAMIC launch may take at most (its boxes): twice its even share, so the groups'
-    boxes hold every row twice over, and a fast group is never stopped by its boxes."""
-    return 2 * triton.cdiv(n_rows, n_groups) + 2
 
 
 def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int, num_warps: int,
@@ -1095,17 +1103,12 @@ def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int
         launch(_tma_lag_fwd_kernel, shape.grid, y, x, shape.descriptor(x), shape.slots, *x.shape, shape.n_segments,
                shape.segment_cols, max_polls, LOOSE=loose, ALIGNED=aligned, **shape.constexprs)
         return
-    shape = _launch_shape(x, vectors_per_thread, num_warps, segment_bytes, width, programs_per_sm, aligned=aligned)
+    shape = _launch_shape(x, vectors_per_thread, num_warps, segment_bytes, width, programs_per_sm, aligned=aligned,
+                          rows_dynamic=rows_dynamic)
     part_rows = part_rows or _last_tile_part_rows(shape.segment_cols, shape.constexprs["TILE"], width, tile_loop)
-    n_groups, slots, rows_cap = shape.grid[0] // shape.n_segments, shape.slots, 0
-    rows_dynamic = rows_dynamic and shape.grid[0] % shape.n_segments == 0 and x.shape[0] > n_groups
-    if rows_dynamic:  # the items' slots, the row counter, then each group's boxes, zeroed together
-        rows_cap = _rows_cap(x.shape[0], n_groups)
-        slots = torch.zeros(x.shape[0] * shape.n_segments + 1 + n_groups * rows_cap, dtype=torch.int64,
-                            device=x.device)
     launch(_tma_stream_fwd_kernel, shape.grid, y, x, shape.descriptor(x), shape.descriptor(x, part_rows),
-           slots, *x.shape, shape.n_segments, shape.segment_cols, max_polls, rows_cap, LOOSE=loose,
-           TILE_LOOP=tile_loop, ALIGNED=aligned, ROWS_DYNAMIC=rows_dynamic, **shape.constexprs)
+           shape.slots, *x.shape, shape.n_segments, shape.segment_cols, max_polls, shape.rows_cap, LOOSE=loose,
+           TILE_LOOP=tile_loop, ALIGNED=aligned, ROWS_DYNAMIC=shape.rows_cap > 0, **shape.constexprs)
 
 
 def tma_stream_backward(dx: torch.Tensor, y: torch.Tensor, dy: torch.Tensor, vectors_per_thread: int, num_warps: int,
