@@ -18,7 +18,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from probe_long_rows import save_results, sm, warm_up_gpu  # noqa: E402
-from probe_tma_no_exchange import with_attribute  # noqa: E402
+from probe_tma_no_exchange import require_patch, with_attribute  # noqa: E402
 from probe_trials import ab_trials  # noqa: E402
 from kernels import gluon_softmax as gs  # noqa: E402
 
@@ -33,8 +33,7 @@ def with_attributes(fn, **values):
 
 
 if __name__ == "__main__":
-    if not hasattr(gs, "STAGGER_BY_GROUP"):
-        sys.exit("this probe needs notes/probes/2026-11-27-round-183-group-stagger.patch applied (on 180's and 182's)")
+    require_patch("STAGGER_BY_GROUP", "2026-11-27-round-183-group-stagger.patch (on 180's and 182's)")
     warm_up_gpu()
     print(torch.cuda.get_device_name(), flush=True)
     results: list = []

@@ -22,7 +22,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from probe_long_rows import save_results, sm, warm_up_gpu  # noqa: E402
-from probe_tma_no_exchange import with_attribute  # noqa: E402
+from probe_tma_no_exchange import require_patch, with_attribute  # noqa: E402
 from probe_tma_timeline import stamped_pair, summary  # noqa: E402
 from probe_trials import ab_trials, backward_case  # noqa: E402
 from kernels import gluon_softmax as gs  # noqa: E402
@@ -48,8 +48,7 @@ def timeline(out: list) -> None:
 
 
 if __name__ == "__main__":
-    if not hasattr(gs, "MIX"):
-        sys.exit("this probe needs notes/probes/2026-11-27-round-181-mix.patch applied")
+    require_patch("MIX", "2026-11-27-round-181-mix.patch")
     warm_up_gpu()
     print(torch.cuda.get_device_name(), flush=True)
     results: list = []

@@ -31,7 +31,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from probe_long_rows import ELEMENTS, save_results, sm, softmax_reference, warm_up_gpu  # noqa: E402
-from probe_tma_no_exchange import with_attribute  # noqa: E402
+from probe_tma_no_exchange import require_patch, with_attribute  # noqa: E402
 from probe_tma_timeline import pct, stamped_pair  # noqa: E402
 from probe_trials import ab_trials  # noqa: E402
 from kernels import gluon_softmax as gs  # noqa: E402
@@ -124,8 +124,7 @@ if __name__ == "__main__":
                   baseline=without_rows_dynamic(sm.softmax_forward))
         save_results("probe_rows_dynamic_table.json", results)
         sys.exit(0)
-    if not hasattr(gs, "ROWS_DYNAMIC"):
-        sys.exit("this probe needs notes/probes/2026-11-27-round-182-rows-dynamic.patch applied")
+    require_patch("ROWS_DYNAMIC", "2026-11-27-round-182-rows-dynamic.patch")
     warm_up_gpu()
     print(torch.cuda.get_device_name(), flush=True)
     results: list = []

@@ -27,7 +27,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from probe_long_rows import save_results, sm, warm_up_gpu  # noqa: E402
-from probe_tma_no_exchange import trials, with_attribute  # noqa: E402
+from probe_tma_no_exchange import require_patch, trials, with_attribute  # noqa: E402
 from probe_trials import forward_case  # noqa: E402
 from kernels import gluon_softmax as gs  # noqa: E402
 
@@ -36,8 +36,7 @@ SHAPES = [(65536, "bfloat16"), (100000, "float16"), (131072, "bfloat16"), (26214
 
 
 if __name__ == "__main__":
-    if not hasattr(gs, "CHEAP"):
-        sys.exit("this probe needs notes/probes/2026-11-26-round-174-cheap-math.patch (or round 175's) applied")
+    require_patch("CHEAP", "2026-11-26-round-174-cheap-math.patch (or round 175's)")
     warm_up_gpu()
     print(torch.cuda.get_device_name(), flush=True)
     results: list = []

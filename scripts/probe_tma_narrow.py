@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from probe_long_rows import save_results, sm, warm_up_gpu  # noqa: E402
 from probe_tma_ctas import capped_forward as launch  # noqa: E402  (programs, slots, vectors, warps, part_rows)
 from probe_tma_ctas import backward, with_attribute  # noqa: E402
+from probe_tma_no_exchange import require_patch  # noqa: E402
 from probe_trials import ab_trials, backward_case  # noqa: E402
 from kernels import gluon_softmax as gs  # noqa: E402
 
@@ -62,12 +63,6 @@ def whole_rows_grid(fn):
 LONG_FORWARD = [(65536, "bfloat16"), (100000, "float16"), (131072, "bfloat16"), (262144, "float16"),
                 (524288, "bfloat16"), (777777, "float16"), (1048576, "bfloat16"), (131072, "float32"),
                 (524288, "float32"), (777777, "float32"), (1048576, "float32")]
-
-
-def require_patch(knob: str, patch: str) -> None:
-    """Exit with a message unless gluon_softmax has knob, which only the round's patch in notes/probes adds."""
-    if not hasattr(gs, knob):
-        sys.exit(f"this probe needs notes/probes/{patch} applied (git apply --include='kernels/*')")
 
 
 SHORT = [(65536, "bfloat16"), (100000, "float16"), (100000, "bfloat16"), (100001, "float16"), (100001, "bfloat16"),

@@ -44,6 +44,12 @@ def with_attribute(fn, module, name: str, value):
     return run
 
 
+def require_patch(knob: str, patch: str) -> None:
+    """Exit with a message unless gluon_softmax has knob, which only the round's patch in notes/probes adds."""
+    if not hasattr(gs, knob):
+        sys.exit(f"this probe needs notes/probes/{patch} applied (git apply --include='kernels/*')")
+
+
 def no_exchange(fn):
     """fn with the tma-stream kernels launched with NO_EXCHANGE."""
     return with_attribute(fn, gs, "NO_EXCHANGE", True)
@@ -84,8 +90,7 @@ def trials(label: str, table, shapes, case, out: list, n_trials: int = 3, varian
 
 
 if __name__ == "__main__":
-    if not hasattr(gs, "NO_EXCHANGE"):
-        sys.exit("this probe needs notes/probes/2026-11-26-round-167-no-exchange.patch applied")
+    require_patch("NO_EXCHANGE", "2026-11-26-round-167-no-exchange.patch")
     warm_up_gpu()
     print(torch.cuda.get_device_name(), flush=True)
     results = []

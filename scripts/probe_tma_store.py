@@ -19,7 +19,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from probe_long_rows import save_results, sm, warm_up_gpu  # noqa: E402
-from probe_tma_no_exchange import launched, with_attribute  # noqa: E402
+from probe_tma_no_exchange import launched, require_patch, with_attribute  # noqa: E402
 from probe_trials import ab_trials, forward_case  # noqa: E402
 from kernels import gluon_softmax as gs  # noqa: E402
 
@@ -29,8 +29,7 @@ SHAPES = [(65536, "bfloat16"), (131072, "bfloat16"), (262144, "float16"), (10485
 
 
 if __name__ == "__main__":
-    if not hasattr(gs, "TMA_STORE"):
-        sys.exit("this probe needs notes/probes/2026-11-27-round-179-tma-store.patch applied")
+    require_patch("TMA_STORE", "2026-11-27-round-179-tma-store.patch")
     warm_up_gpu()
     print(torch.cuda.get_device_name(), flush=True)
     variant = with_attribute(sm.softmax_forward, gs, "TMA_STORE", True)

@@ -28,7 +28,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from probe_long_rows import (check, forward_input, save_results, sm, softmax_reference, timed,  # noqa: E402
                              warm_up_gpu)
-from probe_tma_no_exchange import with_attribute  # noqa: E402
+from probe_tma_no_exchange import require_patch, with_attribute  # noqa: E402
 from probe_trials import ab_trials  # noqa: E402
 from kernels import gluon_softmax as gs  # noqa: E402
 
@@ -129,8 +129,7 @@ def raw(out: list, cases=ROUND_180_RAW) -> None:
 
 
 if __name__ == "__main__":
-    if not hasattr(gs, "STAMPS"):
-        sys.exit("this probe needs notes/probes/2026-11-27-round-180-timeline.patch (or round 186's) applied")
+    require_patch("STAMPS", "2026-11-27-round-180-timeline.patch (or round 186's)")
     warm_up_gpu()
     print(torch.cuda.get_device_name(), flush=True)
     results: list = []
