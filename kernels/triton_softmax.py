@@ -1,7 +1,7 @@
 """Triton softmax over the last dimension: forward, backward and the seed variants.
 
 Three layers, top to bottom:
-  1. @triton.jit kernels (fp32 accumulation everywhere; row offsets in int64);
+  1. @triton.jit kernels (fp32 accumulation everywhere; row offsets in int64, but rows-lanes' where they fit int32);
   2. host functions on 2-D tensors: the seed variants (single_block_*, online_*) and the
      dispatchers softmax_forward / softmax_backward, which pick a path from SOFTMAX_PLANS by
      shape, element size, alignment and the GPU's SM count and L2 size;
@@ -9,6 +9,8 @@ Three layers, top to bottom:
 
 Paths (see notes/kernels.md for the memory-traffic reasoning and the measurements):
   rows     - ROWS_PER_PROGRAM whole rows per program, held in registers: one read, one write.
+  rows-lanes - float32 rows of 2,048 and 4,096 columns in torch.compile's (Inductor's) form: a (max, sum) a
+             lane, reduced across the row, and the row read again from L1 for the write.
   rows-pipelined - whole rows on a persistent grid, one after another; the software pipeliner
              loads the next rows into shared memory while this one is reduced and written.
   row-tiles - one whole row a program, held in registers as equal tiles (any number of them), so that
@@ -44,6 +46,7 @@ from typing import Callable, NamedTuple
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra import libdevice
 
 # ----------------------------------------------------------------------------------------------
 # Layer 1: kernels
@@ -141,6 +144,49 @@ def _rows_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride,
     y = numerator * inv_denominator[:, None]
     tl.store(output_ptr + rows64 * output_row_stride + cols,
              y.to(output_ptr.dtype.element_ty), mask=mask, cache_modifier=STORE_CACHE, eviction_policy=STORE_EVICT)
+
+
+@triton.jit
+def _nan_max(a, b):
+    """max of a and b, NaN if either is NaN."""
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def _lanes_exp(x, LIBDEVICE: tl.constexpr):
+    """exp(x): libdevice's where the backend links it (CUDA, round 85), tl.exp under the interpreter."""
+    if LIBDEVICE:
+        return libdevice.exp(x)
+    else:
+        return tl.exp(x)
+
+
+@triton.jit
+def _rows_lanes_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride,
+                           ROWS_PER_PROGRAM: tl.constexpr, BLOCK_SIZE: tl.constexpr, OFFSETS_64: tl.constexpr,
+                           LIBDEVICE: tl.constexpr):
+    """Softmax of ROWS_PER_PROGRAM rows of exactly BLOCK_SIZE float32 columns (no masks), in Inductor's form: each
+    lane's (max, sum) combined online with its element, reduced across the row, then the row read again (from L1)
+    for the write. What of this form makes it faster than the rows kernel is not known (notes/kernels.md, rounds
+    84-87): not the re-read, the masks, the exp or the offsets alone; the lane combine's exponentials (two an
+    element, one of them always 0 or 1) are part of the form that was measured, so they stay."""
+    rows = tl.program_id(0) * ROWS_PER_PROGRAM + tl.arange(0, ROWS_PER_PROGRAM)[:, None]
+    if OFFSETS_64:
+        rows = rows.to(tl.int64)
+    cols = tl.arange(0, BLOCK_SIZE)[None, :]
+    input_ptrs = input_ptr + rows * input_row_stride + cols
+    x = tl.load(input_ptrs, eviction_policy="evict_last")
+    # a lane's (max, sum) after combining (-inf, 0) with its element: (x, 1), or (-inf, 1) for x = -inf
+    lane_max = _nan_max(tl.full([ROWS_PER_PROGRAM, BLOCK_SIZE], float("-inf"), tl.float32), x)
+    no_max = lane_max == float("-inf")
+    lane_sum = (0.0 * tl.where(no_max, 1.0, _lanes_exp(float("-inf") - lane_max, LIBDEVICE))
+                + tl.where(no_max, 1.0, _lanes_exp(x - lane_max, LIBDEVICE)))
+    row_max = tl.reduce(lane_max, 1, _nan_max)[:, None]
+    # a row of -inf keeps max -inf, and x - max is NaN in the write: torch's answer too
+    row_sum = tl.sum(lane_sum * _lanes_exp(tl.where(row_max == float("-inf"), 0.0, lane_max - row_max),
+                                           LIBDEVICE), 1)[:, None]
+    x = tl.load(input_ptrs, eviction_policy="evict_first")
+    tl.store(output_ptr + rows * output_row_stride + cols, _lanes_exp(x - row_max, LIBDEVICE) / row_sum)
 
 
 @triton.jit
@@ -1272,8 +1318,9 @@ class Plan(NamedTuple):
     max_cols: float        # the row applies when n_cols <= max_cols ...
     min_rows_per_sm: int   # ... and n_rows >= min_rows_per_sm * SM count ...
     elem_bytes: int        # ... and the element size is elem_bytes (0: any); first match wins
-    path: str              # "rows" | "rows-pipelined" | "row-tiles" | "tile" | "online" | "exchange" | "tile-stream"
-                           # | "stream" | "tma-stream" (only for tensors the TMA can take: _tma_stream_eligible)
+    path: str              # "rows" | "rows-lanes" | "rows-pipelined" | "row-tiles" | "tile" | "online" | "exchange"
+                           # | "tile-stream" | "stream" | "tma-stream" (only for tensors the TMA can take:
+                           # _tma_stream_eligible)
                            # (module docstring)
     rows_per_program: int  # rows: rows per program (tile = rows_per_program x next_pow2(n_cols));
                            # tile, tile-stream, tma-stream: 16-byte vectors per thread per step
@@ -1311,6 +1358,8 @@ class Plan(NamedTuple):
                        # rounds 168-170; rows off view rows since round 173)
     rows_dynamic: bool = False  # forward tma-stream: groups of a row's programs take whole rows from a counter where
                                 # the grid is whole groups (gluon_softmax's ROWS_DYNAMIC; round 182)
+    exact_cols: bool = False  # the row applies only to rows of exactly max_cols columns, in a multiple of
+                              # rows_per_program rows (rows-lanes: no masks)
 
 
 # An L2 this large or larger takes the table's min_l2_bytes rows: 60 MiB, the H200's (the H100's holds 50 MiB).
@@ -1557,7 +1606,14 @@ SOFTMAX_PLANS = (
     Plan("forward",      1024,       64,  4, "rows",       1,     0,     2,    0),
     Plan("forward",      1024,       64,  2, "rows",       2,     0,     4,    0),
     Plan("forward",      1024,        0,  0, "rows",       4,     0,     4,    0),
+    # fp32 rows of exactly 2,048 and 4,096 columns on the H100 in Inductor's form (rounds 84-87: 0.9993x and 1.0003x
+    # of torch.compile, where the rows kernel is 0.995x); the H200 keeps the rows kernel, 1.20-1.27x faster there than
+    # this form (round 88), by the rows before them
+    Plan("forward",      2048,        0,  4, "rows",       2,     0,     8,    0, min_l2_bytes=L2_60_MB),
+    Plan("forward",      2048,        0,  4, "rows-lanes", 2,     0,    16,    0, whole_vectors=True, exact_cols=True),
     Plan("forward",      2048,        0,  0, "rows",       2,     0,     8,    0),
+    Plan("forward",      4096,        0,  4, "rows",       1,     0,     8,    0, min_l2_bytes=L2_60_MB),
+    Plan("forward",      4096,        0,  4, "rows-lanes", 1,     0,    16,    0, whole_vectors=True, exact_cols=True),
     Plan("forward",      4096,        0,  0, "rows",       1,     0,     8,    0),
     Plan("forward",      8191,        0,  2, "row-tiles",  1,  4096,     8,    0,    0,      0, 1, True),
     Plan("forward",      8191,        0,  0, "row-tiles",  1,  2048,     8,    0, partial_vectors=True),
@@ -1859,6 +1915,7 @@ def _select_plan(op: str, n_rows: int, n_cols: int, elem_bytes: int, device: tor
                 and plan.elem_bytes in (0, elem_bytes) and l2_bytes >= plan.min_l2_bytes
                 and not (plan.whole_vectors and not whole_vectors) and not (plan.partial_vectors and whole_vectors)
                 and not (plan.view_rows and not view_rows)
+                and not (plan.exact_cols and (n_cols != plan.max_cols or n_rows % plan.rows_per_program))
                 and (plan.path != "tma-stream" or tma and _tma_fits(op, plan, n_rows, n_cols, elem_bytes, sm_count))):
             return plan
     raise LookupError(f"SOFTMAX_PLANS has no {op} row for shape ({n_rows}, {n_cols}), {elem_bytes}-byte elements")
@@ -1917,6 +1974,16 @@ def _forward_rows(y, x, rows_per_program, num_warps, align, load_cache="", store
             n_rows, n_cols, ROWS_PER_PROGRAM=rows_per_program, BLOCK_SIZE=triton.next_power_of_2(n_cols),
             ALIGN=align, LOAD_CACHE=load_cache, STORE_CACHE=store_cache, LOAD_EVICT=load_evict,
             STORE_EVICT=store_evict, LOG2=log2, GUARD=_log2_guard(x, log2), num_warps=num_warps)
+
+
+def _forward_rows_lanes(y, x, rows_per_program, num_warps):
+    """Launch the Inductor-form forward on rows of a power of two columns, a multiple of rows_per_program of them;
+    int32 offsets where every element's offset fits."""
+    n_rows, n_cols = x.shape
+    offsets_64 = n_rows * max(x.stride(0), y.stride(0), n_cols) >= 2**31
+    _launch(_rows_lanes_fwd_kernel, (n_rows // rows_per_program,), y, x, x.stride(0), y.stride(0),
+            ROWS_PER_PROGRAM=rows_per_program, BLOCK_SIZE=n_cols, OFFSETS_64=offsets_64, LIBDEVICE=not _interpreting(),
+            num_warps=num_warps)
 
 
 def _log2_exp(x) -> bool:
@@ -2315,6 +2382,8 @@ def _launch_forward_path(y, x, plan, align, max_segments=0):
     log2 = _log2_exp(x)
     if plan.path == "rows":
         _forward_rows(y, x, plan.rows_per_program, plan.num_warps, align, load_evict=ROWS_LOAD_EVICT, log2=log2)
+    elif plan.path == "rows-lanes":
+        _forward_rows_lanes(y, x, plan.rows_per_program, plan.num_warps)
     elif plan.path == "rows-pipelined":
         _forward_rows_pipelined(y, x, plan.num_warps, plan.programs_per_sm, plan.num_stages, align, log2)
     elif plan.path == "row-tiles":

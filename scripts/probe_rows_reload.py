@@ -59,10 +59,12 @@ def _nan_max(a, b):
 
 @triton.jit
 def _rows_lanes_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride,
-                           ROWS_PER_PROGRAM: tl.constexpr, BLOCK_SIZE: tl.constexpr, OFFSETS_64: tl.constexpr):
+                           ROWS_PER_PROGRAM: tl.constexpr, BLOCK_SIZE: tl.constexpr, OFFSETS_64: tl.constexpr,
+                           STORE_CACHE: tl.constexpr = "", STORE_EVICT: tl.constexpr = ""):
     """Inductor's form, for rows of exactly BLOCK_SIZE columns and a multiple of ROWS_PER_PROGRAM rows (no mask):
     each lane's (max, sum) combined with its element online, then reduced across the row; the row read again
-    (from L1) for the write; libdevice's exp and a true division, as Inductor emits."""
+    (from L1) for the write; libdevice's exp and a true division, as Inductor emits. STORE_CACHE, STORE_EVICT: the
+    store's cache modifier and eviction policy (round 189; Inductor's store has neither)."""
     rows = tl.program_id(0) * ROWS_PER_PROGRAM + tl.arange(0, ROWS_PER_PROGRAM)[:, None]
     if OFFSETS_64:
         rows = rows.to(tl.int64)
@@ -77,10 +79,11 @@ def _rows_lanes_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_s
     delta = tl.where(row_max == float("-inf"), 0.0, lane_max - row_max)
     row_sum = tl.sum(lane_sum * libdevice.exp(delta), 1)[:, None]
     x = tl.load(in_ptrs, eviction_policy="evict_first")
-    tl.store(output_ptr + rows * output_row_stride + cols, libdevice.exp(x - row_max) / row_sum)
+    tl.store(output_ptr + rows * output_row_stride + cols, libdevice.exp(x - row_max) / row_sum,
+             cache_modifier=STORE_CACHE, eviction_policy=STORE_EVICT)
 
 
-def rows_lanes(rows_per_program: int, num_warps: int):
+def rows_lanes(rows_per_program: int, num_warps: int, store_cache: str = "", store_evict: str = ""):
     """A forward callable: the Inductor-form kernel above at this tile (rows of a power of two columns only)."""
     def run(x):
         y = torch.empty_like(x)
@@ -89,7 +92,7 @@ def rows_lanes(rows_per_program: int, num_warps: int):
         offsets_64 = max(n_rows * x.stride(0), n_rows * y.stride(0)) >= 2 ** 31
         _rows_lanes_fwd_kernel[(n_rows // rows_per_program,)](
             y, x, x.stride(0), y.stride(0), ROWS_PER_PROGRAM=rows_per_program, BLOCK_SIZE=n_cols,
-            OFFSETS_64=offsets_64, num_warps=num_warps)
+            OFFSETS_64=offsets_64, STORE_CACHE=store_cache, STORE_EVICT=store_evict, num_warps=num_warps)
         return y
     return run
 
@@ -156,6 +159,23 @@ def lane_tiles_two_byte(out: list) -> None:
         for rows, warps in tiles:
             ab_trials(f"Inductor form {rows}x{warps}w vs the dispatcher", rows_lanes(rows, warps),
                       [(n, "float16"), (n, "bfloat16")], out, trials=2)
+
+
+LANE_STORE_TILES = {2048: (2, 16), 4096: (1, 16), 8192: (1, 16)}
+
+
+def lane_stores(out: list) -> None:
+    """Round 189 (H100): the dispatcher (rows-lanes at 2,048 and 4,096 since this round) and the Inductor form with
+    each store policy against torch.compile, five fresh inputs a width (ratio > 1: ours faster)."""
+    for n, (rows, warps) in LANE_STORE_TILES.items():
+        torch._dynamo.reset()
+        compiled = torch.compile(lambda t: torch.softmax(t, -1), dynamic=False)
+        plan = sm._select_plan("forward", (1 << 27) // n, n, 4, torch.device("cuda"), 4)
+        ab_trials(f"dispatcher ({plan.path} {plan.rows_per_program}x{plan.num_warps}w) vs torch.compile",
+                  sm.softmax_forward, [(n, "float32")], out, baseline=compiled)
+        for cache, evict in (("", ""), (".cs", ""), ("", "evict_first")):
+            ab_trials(f"Inductor form {rows}x{warps}w store {cache or '-'} {evict or '-'} vs torch.compile",
+                      rows_lanes(rows, warps, cache, evict), [(n, "float32")], out, baseline=compiled)
 
 
 if __name__ == "__main__":

@@ -75,7 +75,7 @@ MAX_BOUNDARY_COLS = 65536
 def covers(earlier, plan):
     """Whether the earlier SOFTMAX_PLANS row takes every shape that plan would (for an element size both serve)."""
     return (earlier.max_cols >= plan.max_cols and earlier.min_rows_per_sm <= plan.min_rows_per_sm
-            and (plan.whole_vectors or not earlier.whole_vectors) and (plan.partial_vectors or not earlier.partial_vectors))
+            and not earlier.exact_cols and (plan.whole_vectors or not earlier.whole_vectors) and (plan.partial_vectors or not earlier.partial_vectors))
 
 
 def plan_cases(op, dtype):
@@ -109,6 +109,10 @@ def plan_cases(op, dtype):
                                          and p.min_rows_per_sm <= plan.min_rows_per_sm for p in plans[:i]):
             # the row takes, or an earlier row leaves it, only widths that are not whole vectors
             widths = [w - 1 if w % vec == 0 else w for w in widths]
+        if plan.exact_cols:  # its one width, in a multiple of its rows, two programs or more
+            widths, n_rows = [int(plan.max_cols)], 2 * plan.rows_per_program
+        else:  # an earlier row taking exactly this width leaves it the whole vectors below
+            widths = [w - vec if any(p.exact_cols and p.max_cols == w for p in plans[:i]) else w for w in widths]
         cases += [pytest.param(plan, n_rows, n_cols, dtype, id=f"{op}-{plan.path}-{n_rows}x{n_cols}-{dtype}")
                   for n_cols in widths]
     return cases
@@ -188,12 +192,40 @@ def test_long_rows_not_of_whole_vectors_take_the_tile_kernel_in_whole_vectors(n_
 def test_float32_rows_not_of_whole_vectors_take_row_tiles(n_cols):
     """fp32 rows of 4k-24k columns that are not whole 16-byte vectors take row-tiles (tiles of 2,048 lanes to 16,383,
     of 4,096 beyond, as whole-vector rows there), five-tile rows (8,193-10,237) under 64 registers (round 55);
-    whole-vector rows to 16,384 stay on the rows kernel."""
+    whole-vector rows to 16,384 stay on the rows kernel, but rows of exactly 4,096 where the L2 is the H100's
+    (rows-lanes, round 87)."""
     plan = sm._select_plan("forward", 10**6, n_cols, 4, DEVICE, contiguous_align(n_cols, torch.float32))
     assert (plan.path, plan.block_size) == ("row-tiles", 2048 if n_cols <= 16383 else 4096)
     assert plan.maxnreg == (64 if 8193 <= n_cols <= 10237 else 0)
     whole = n_cols // 4 * 4
-    assert sm._select_plan("forward", 10**6, whole, 4, DEVICE, 4).path == ("rows" if whole <= 16384 else "row-tiles")
+    lanes = whole == 4096 and sm._l2_bytes(DEVICE) < sm.L2_60_MB
+    expected = "rows-lanes" if lanes else "rows" if whole <= 16384 else "row-tiles"
+    assert sm._select_plan("forward", 10**6, whole, 4, DEVICE, 4).path == expected
+
+
+def test_rows_lanes_takes_only_exact_float32_widths_under_the_h100s_l2(monkeypatch):
+    """rows-lanes has no masks: fp32 rows of exactly 2,048 (an even count) or 4,096 columns of whole vectors; a
+    column more or less, an odd count at 2,048, 2-byte rows or rows off 16-byte vectors keep the rows kernel. An L2
+    of 60 MB (the H200's, where the form runs at 79-84% of copy: round 88) keeps the rows kernel for all of them."""
+    def path(n_rows, n_cols, elem_bytes=4, align=None):
+        return sm._select_plan("forward", n_rows, n_cols, elem_bytes, DEVICE, align or 16 // elem_bytes).path
+    monkeypatch.setattr(sm, "_l2_bytes", lambda device: 50 << 20)
+    assert path(10**6, 2048) == path(3, 4096) == path(2, 2048) == "rows-lanes"
+    assert path(10**6 + 1, 2048) == path(10**6, 2044) == path(10**6, 4092) == path(10**6, 2048, 2) == "rows"
+    assert path(10**6, 2048, 4, align=2) == path(10**6, 4096, 4, align=1) == "rows"
+    monkeypatch.setattr(sm, "_l2_bytes", lambda device: sm.L2_60_MB)
+    assert path(10**6, 2048) == path(3, 4096) == path(2, 2048) == "rows"
+
+
+@pytest.mark.parametrize("n_cols", [2048, 4096])
+def test_rows_lanes_reads_and_writes_strided_rows(n_cols, poisoned_outputs):
+    """Row strides of its own for the input (a slice of wider rows) and the output: every element written, once."""
+    x = make_input((6, n_cols + 256), torch.float32)[:, 128:128 + n_cols]
+    out = torch.full((6, n_cols + 64), 7.0, device=DEVICE)
+    sm._forward_rows_lanes(out[:, :n_cols], x, 2 if n_cols == 2048 else 1, 16)
+    assert_softmax(out[:, :n_cols], x)
+    assert (out[:, n_cols:] == 7.0).all()
+    assert_softmax(sm.softmax_forward(x), x)
 
 
 @pytest.fixture
@@ -1096,6 +1128,7 @@ def test_cpu_tensor_without_interpreter(monkeypatch):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("shape", [
     (6, 300),     # rows path
+    (4, 2048),    # float32 under the H100's L2: rows-lanes (its lanes' own max and sum: -inf lanes, a row of them)
     (3, 40_000),  # exchange_forward: whole chunks of -inf; online_forward: whole blocks of -inf
 ])
 def test_neg_inf_masking(shape, dtype):
