@@ -21,6 +21,13 @@ Since the product took it (the table's rows_dynamic, with no patch applied):
     python scripts/probe_rows_dynamic.py table  # the table against the table with rows_dynamic off
     python scripts/probe_rows_dynamic.py shrink # the table against its own launch on a grid cut to whole groups,
                                                 # with the counter (round 187)
+
+Round 190: one stamped call of each, at bf16 100,000 and fp16 100,001 (the sweep's rows), where round 187's cut grid
+with the counter gained nothing; with notes/probes/2026-11-27-round-190-timeline.patch applied (round 186's stamps on
+c23c1c0's launcher):
+
+    patch -p1 < notes/probes/2026-11-27-round-190-timeline.patch
+    python scripts/probe_rows_dynamic.py shrink_timeline   # $OUT/probe_rows_dynamic_shrink_timeline.json
 """
 import statistics
 import sys
@@ -30,7 +37,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from probe_long_rows import ELEMENTS, save_results, sm, softmax_reference, warm_up_gpu  # noqa: E402
+from probe_long_rows import ELEMENTS, check, save_results, sm, softmax_reference, warm_up_gpu  # noqa: E402
 from probe_tma_no_exchange import require_patch, with_attribute  # noqa: E402
 from probe_tma_timeline import pct, stamped_pair  # noqa: E402
 from probe_trials import ab_trials  # noqa: E402
@@ -41,7 +48,8 @@ FORWARD = [(65536, "bfloat16"), (131072, "bfloat16"), (262144, "float16"), (1048
 
 
 def ends(s: torch.Tensor) -> dict:
-    """The programs' last ends (us from the call's first stamp): quantiles, by launch wave, and items a program."""
+    """The programs' last ends (us from the call's first stamp): quantiles, by launch wave (program id // SMs), and
+    items a program."""
     t0 = int(s[:, 0].min())
     last, items = {}, defaultdict(int)
     for stamp in s.tolist():
@@ -49,12 +57,13 @@ def ends(s: torch.Tensor) -> dict:
         last[program] = max(last.get(program, 0), stamp[3] - t0)
         items[program] += 1
     grid = len(last)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
     waves = defaultdict(list)
     for program, end in last.items():
-        waves[program * 6 // grid].append(end)
+        waves[program // sms].append(end)
     by_wave_items = defaultdict(list)
     for program, n in items.items():
-        by_wave_items[program * 6 // grid].append(n)
+        by_wave_items[program // sms].append(n)
     us = lambda v: round(v / 1000, 1)  # noqa: E731
     return {"grid": grid, "call_us": us(max(last.values())),
             "programs_done_us_p10_p50_p90_last": [us(pct(list(last.values()), q)) for q in (.1, .5, .9, 1.0)],
@@ -84,24 +93,58 @@ def without_rows_dynamic(fn):
 
 def shrunk(fn):
     """fn with each tma-stream forward launch cut to a grid of whole groups of a row's programs, taking rows from the
-    counter (its mailbox and row cap made here, as _launch_shape makes them for grids of whole groups)."""
+    counter (its mailbox and row cap made here, as _launch_shape makes them for grids of whole groups). With a stamps
+    patch applied (round 186's or 190's), the kernel's arguments after the slots are one further on."""
     launcher = gs.tma_stream_forward
+    shift = 1 if hasattr(gs, "STAMPS") else 0
 
     def counted(y, x, *a, **kw):
         def launch(kernel, grid, *kargs, **kkw):
             kargs = list(kargs)
-            n_rows, n_segments = kargs[5], kargs[7]
+            n_rows, n_segments = kargs[5 + shift], kargs[7 + shift]
             groups = min(grid[0] // n_segments, n_rows)
             if kernel is gs._tma_stream_fwd_kernel and groups < n_rows and not kkw.get("ROWS_DYNAMIC"):
                 cap = gs._rows_cap(n_rows, groups)
                 kargs[4] = torch.zeros(n_rows * n_segments + 1 + groups * cap, dtype=torch.int64, device=x.device)
-                kargs[10], kkw["ROWS_DYNAMIC"], grid = cap, True, (groups * n_segments,)
+                if shift and gs.STAMPS is None:
+                    kargs[5] = kargs[4]
+                kargs[10 + shift], kkw["ROWS_DYNAMIC"], grid = cap, True, (groups * n_segments,)
+            if sm._launch_log is not None:  # probe_tma_timeline.stamped_call reads the grid from the log
+                sm._launch_log.append((kernel, None, kkw, grid))
             kernel[grid](*kargs, **kkw)
         return launcher(y, x, *a, **{**kw, "launch": launch})
     return with_attribute(fn, gs, "tma_stream_forward", counted)
 
 
+def shrink_timeline(out: list, cases=((100000, "bfloat16"), (100001, "float16"))) -> None:
+    """Round 190: one stamped call (after two) of the table's launch and of its cut grid with the counter, at the
+    sweep's rows of each case, both outputs checked first; the programs' ends by launch wave (ends)."""
+    from probe_tma_timeline import stamped_call
+    for n, dtype in cases:
+        x = (torch.randn(ELEMENTS // n, n, device="cuda") * 2).to(getattr(torch, dtype))
+        ref, scale = softmax_reference(x)
+        for name, forward in (("table", None), ("cut grid, counter", shrunk(sm.softmax_forward))):
+            call = stamped_call if forward is None else with_attribute(stamped_call, sm, "softmax_forward", forward)
+            for _ in range(3):
+                y, s, grid = call(x)
+            assert check(y, ref, dtype, scale)["passed"], (name, n, dtype)
+            line = {"probe": f"timeline {name}", "cols": n, "dtype": dtype, "rows": x.shape[0], **ends(s),
+                    "stamps_ns": [[int(v) - int(s[:, 0].min()) for v in r[:4]] + [int(r[4])] for r in s.tolist()]}
+            print({k: v for k, v in line.items() if k != "stamps_ns"}, flush=True)
+            out.append(line)
+        del x, ref, scale, y
+        torch.cuda.empty_cache()
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["shrink_timeline"]:
+        require_patch("STAMPS", "2026-11-27-round-190-timeline.patch")
+        warm_up_gpu()
+        print(torch.cuda.get_device_name(), flush=True)
+        results: list = []
+        shrink_timeline(results)
+        save_results("probe_rows_dynamic_shrink_timeline.json", results)
+        sys.exit(0)
     if sys.argv[1:] == ["shrink"]:
         warm_up_gpu()
         print(torch.cuda.get_device_name(), flush=True)
