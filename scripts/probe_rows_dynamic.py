@@ -136,36 +136,41 @@ def shrink_timeline(out: list, cases=((100000, "bfloat16"), (100001, "float16"))
         torch.cuda.empty_cache()
 
 
+def shrink(out: list) -> None:
+    """Round 187: the table against its own launches cut to whole groups with the counter, at the sweep's rows and
+    at four times them."""
+    shapes = [(100000, "bfloat16"), (100001, "float16"), (262144, "bfloat16"), (524288, "float16"),
+              (1048576, "bfloat16"), (777777, "bfloat16")]
+    ab_trials("the table's launches cut to whole groups, with the counter", shrunk(sm.softmax_forward), shapes,
+              out, trials=3)
+    ab_trials("the same at 4 x the rows", shrunk(sm.softmax_forward), shapes[:3], out, trials=3, case=rows_case(4))
+
+
+def table(out: list) -> None:
+    """Round 184: the table against the table with rows_dynamic off."""
+    shapes = [(65536, "bfloat16"), (131072, "float16"), (65536, "float32"), (131072, "float32"),
+              (1048576, "bfloat16")]
+    ab_trials("table, against the table without rows_dynamic", sm.softmax_forward, shapes, out, trials=3,
+              baseline=without_rows_dynamic(sm.softmax_forward))
+
+
+# Modes on the product's kernel, or on a stamps patch: (probe, results file, (knob, patch) it needs or None).
+MODES = {"shrink_timeline": (shrink_timeline, "probe_rows_dynamic_shrink_timeline.json",
+                             ("STAMPS", "2026-11-27-round-190-timeline.patch")),
+         "shrink": (shrink, "probe_rows_dynamic_shrink.json", None),
+         "table": (table, "probe_rows_dynamic_table.json", None)}
+
+
 if __name__ == "__main__":
-    if sys.argv[1:] == ["shrink_timeline"]:
-        require_patch("STAMPS", "2026-11-27-round-190-timeline.patch")
+    if sys.argv[1:2] and sys.argv[1] in MODES:
+        probe, file_name, patch = MODES[sys.argv[1]]
+        if patch:
+            require_patch(*patch)
         warm_up_gpu()
         print(torch.cuda.get_device_name(), flush=True)
         results: list = []
-        shrink_timeline(results)
-        save_results("probe_rows_dynamic_shrink_timeline.json", results)
-        sys.exit(0)
-    if sys.argv[1:] == ["shrink"]:
-        warm_up_gpu()
-        print(torch.cuda.get_device_name(), flush=True)
-        results: list = []
-        shapes = [(100000, "bfloat16"), (100001, "float16"), (262144, "bfloat16"), (524288, "float16"),
-                  (1048576, "bfloat16"), (777777, "bfloat16")]
-        ab_trials("the table's launches cut to whole groups, with the counter", shrunk(sm.softmax_forward), shapes,
-                  results, trials=3)
-        ab_trials("the same at 4 x the rows", shrunk(sm.softmax_forward), shapes[:3], results, trials=3,
-                  case=rows_case(4))
-        save_results("probe_rows_dynamic_shrink.json", results)
-        sys.exit(0)
-    if sys.argv[1:] == ["table"]:
-        warm_up_gpu()
-        print(torch.cuda.get_device_name(), flush=True)
-        results: list = []
-        shapes = [(65536, "bfloat16"), (131072, "float16"), (65536, "float32"), (131072, "float32"),
-                  (1048576, "bfloat16")]
-        ab_trials("table, against the table without rows_dynamic", sm.softmax_forward, shapes, results, trials=3,
-                  baseline=without_rows_dynamic(sm.softmax_forward))
-        save_results("probe_rows_dynamic_table.json", results)
+        probe(results)
+        save_results(file_name, results)
         sys.exit(0)
     require_patch("ROWS_DYNAMIC", "2026-11-27-round-182-rows-dynamic.patch")
     warm_up_gpu()
