@@ -11,8 +11,6 @@ Paths (see notes/kernels.md for the memory-traffic reasoning and the measurement
   rows     - ROWS_PER_PROGRAM whole rows per program, held in registers: one read, one write.
   rows-lanes - float32 rows of 2,048 and 4,096 columns in torch.compile's (Inductor's) form: a (max, sum) a
              lane, reduced across the row, and the row read again from L1 for the write.
-  rows-pipelined - whole rows on a persistent grid, one after another; the software pipeliner
-             loads the next rows into shared memory while this one is reduced and written.
   row-tiles - one whole row a program, held in registers as equal tiles (any number of them), so that
              only the last tile is padded where "rows" pads to a power of two.
   tile     - long rows, many of them: a persistent grid, one row at a time in [TILE_ROWS, VEC]
@@ -187,42 +185,6 @@ def _rows_lanes_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_s
                                            LIBDEVICE), 1)[:, None]
     x = tl.load(input_ptrs, eviction_policy="evict_first")
     tl.store(output_ptr + rows * output_row_stride + cols, _lanes_exp(x - row_max, LIBDEVICE) / row_sum)
-
-
-@triton.jit
-def _rows_pipelined_fwd_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
-                               BLOCK_SIZE: tl.constexpr, ALIGN: tl.constexpr, NUM_STAGES: tl.constexpr,
-                               LOAD_EVICT: tl.constexpr = "", LOG2: tl.constexpr = False,
-                               GUARD: tl.constexpr = False):
-    """The rows kernel's softmax of one whole row, for row after row on a persistent grid.
-
-    One row of 28k-32k 2-byte columns fills an SM, which otherwise loads it, then reduces it, then
-    writes it, with no load in flight for the last two steps. With NUM_STAGES >= 3 the pipeliner
-    issues the loads of the next rows (cp.async into shared memory) before this row is reduced.
-    """
-    n_cols = n_cols // ALIGN * ALIGN
-    input_row_stride = input_row_stride // ALIGN * ALIGN
-    output_row_stride = output_row_stride // ALIGN * ALIGN
-    cols = tl.arange(0, BLOCK_SIZE)
-    mask = cols < n_cols
-    for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0), num_stages=NUM_STAGES):
-        row64 = tl.cast(row, tl.int64)
-        x = tl.load(input_ptr + row64 * input_row_stride + cols, mask=mask, other=float("-inf"),
-                    eviction_policy=LOAD_EVICT).to(tl.float32)
-        if LOG2:
-            row_max = tl.max(x, axis=0)
-            scaled_max = row_max * LOG2E
-            if GUARD:  # see _rows_fwd_kernel
-                if tl.abs(scaled_max) == float("inf"):
-                    numerator = tl.exp(x - row_max)
-                else:
-                    numerator = _exp_scaled(x, scaled_max)
-            else:
-                numerator = _exp_scaled(x, scaled_max)
-        else:
-            numerator = tl.exp(x - tl.max(x, axis=0))
-        y = numerator * (1.0 / tl.sum(numerator, axis=0))
-        tl.store(output_ptr + row64 * output_row_stride + cols, y.to(output_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -1318,7 +1280,7 @@ class Plan(NamedTuple):
     max_cols: float        # the row applies when n_cols <= max_cols ...
     min_rows_per_sm: int   # ... and n_rows >= min_rows_per_sm * SM count ...
     elem_bytes: int        # ... and the element size is elem_bytes (0: any); first match wins
-    path: str              # "rows" | "rows-lanes" | "rows-pipelined" | "row-tiles" | "tile" | "online" | "exchange"
+    path: str              # "rows" | "rows-lanes" | "row-tiles" | "tile" | "online" | "exchange"
                            # | "tile-stream" | "stream" | "tma-stream" (only for tensors the TMA can take:
                            # _tma_stream_eligible)
                            # (module docstring)
@@ -1326,9 +1288,9 @@ class Plan(NamedTuple):
                            # tile, tile-stream, tma-stream: 16-byte vectors per thread per step
     block_size: int        # online, stream: columns per loop step; exchange: columns per chunk; row-tiles: lanes a tile
     num_warps: int
-    programs_per_sm: int   # tile, online, exchange, stream, rows-pipelined, tma-stream: persistent grid =
+    programs_per_sm: int   # tile, online, exchange, stream, tma-stream: persistent grid =
                            # programs_per_sm * SMs
-    num_stages: int = 0    # stream, rows-pipelined: software-pipeline depth of the loop (blocks or rows in flight + 1)
+    num_stages: int = 0    # stream: software-pipeline depth of the loop (blocks in flight + 1)
     segment_bytes: float = 0  # stream, tile-stream: bytes of a row one program streams twice at most;
                               # tma-stream: bytes of a row one program holds in shared memory at most
     unroll: int = 1        # tile, tile-stream: loop unroll factor (loads of the next steps issued early)
@@ -1412,17 +1374,11 @@ TMA_VIEW_ROW_BYTES = 512
 #     copy at 6,001-12,801, where the rows kernel ran at 57-83%; notes/probes/2026-11-22-h200-row-tiles-odd32.json;
 #     no H100 figure yet), whole-vector fp32 rows there staying on rows. 2-byte rows of 28,001-32,767 that are
 #     not whole vectors stay on rows, and longer ones on tile-stream (not measured on row-tiles).
-#   2-byte rows of 28k-32k columns, where one row fills an SM, go to "rows-pipelined" (32 warps, one
-#   program per SM, 3 stages: two rows in flight in shared memory while one is reduced and
-#   written): at 32,768 it moved 3,752 / 3,652 GB/s (fp16 / bf16) on the H200 against the rows
-#   kernel's 3,124 / 3,095, about 89-91% of copy against 73-76%, and 2,733 / 2,733 on the H100
-#   against 2,787 / 2,768 (about 91% against 93%): the better worst case. At 24,000 it lost to the
-#   tile kernel on the H200 (-4 to -7%); at 16,384 and below, and for fp32, to the rows kernel
-#   (-3 to -6%). 2 stages were 30-45% slower than 3 on both GPUs (notes/kernels.md, round 9;
-#   notes/probes/2026-11-22-h{100,200}-rows-pipelined.json). Both rows take only rows of whole
-#   16-byte vectors: at 28,001 columns (ALIGN 1) the tile kernel spills 22 registers and runs at
-#   half the rows kernel's speed, and the pipelined one trails it by 5-8% on both GPUs
-#   (...-rows-pipelined-band.json), so such rows stay on the rows kernel.
+#   2-byte rows of 28k-32k columns, where one row fills an SM, once went to a "rows-pipelined" path (whole rows on
+#   a persistent grid, the next rows loaded into shared memory by the software pipeliner): 89-91% of copy at 32,768
+#   on the H200 against the rows kernel's 73-76%, 91% against 93% on the H100 (notes/kernels.md, round 9;
+#   notes/probes/2026-11-22-h{100,200}-rows-pipelined.json). Row-tiles replaced it (round 49, below) and the path
+#   was removed in session 37.
 #   Past 65536, 2 vectors a thread with the loops unrolled twice: +2.4% (H100) and +1.8% (H200)
 #   at 131072 fp16 over the same tile not unrolled (notes/probes/2026-11-22-*-tile-stream.json).
 #   To 65536, 2 vectors a thread unrolled 4x: +3% (H100) and +1.5% (H200) at 65536 fp16 over
@@ -1479,8 +1435,8 @@ TMA_VIEW_ROW_BYTES = 512
 # columns with >= 2 rows an SM take row-tiles held in the input's own type (KEEP_INPUT: 40 registers of data a thread
 # at 40,000 instead of 80), 4,096 lanes on 8 warps under 128 registers, so two programs share an SM and one loads while
 # the other reduces and writes: H200 96-99% of copy at 32,768-57,344 (float32 tiles 78-82% at 40,000, rows-pipelined
-# 89% at 32,768), H100 +1-2% over float32 tiles and +5-6% over rows-pipelined, which no row now takes. The rows above
-# that say "rows-pipelined" or "8,192 on 16 warps" for these rows describe the table before.
+# 89% at 32,768), H100 +1-2% over float32 tiles and +5-6% over rows-pipelined (since removed). The rows above that
+# say "8,192 on 16 warps" for these rows describe the table before.
 # Since round 48 (...-tile-edges.json) rows of 32k-131k 2-byte and 32k-65k fp32 columns that are not whole vectors
 # take the tile kernel with VECTOR_EDGES (whole-vector accesses from each row's first aligned element), 1 vector a
 # thread unrolled 4x for 2-byte rows (2 vectors spill 30-38 registers with the edge selects): +6% to +43% over
@@ -1890,19 +1846,6 @@ ROWS_LOAD_EVICT = "evict_last"
 ROW_TILES_LOAD_EVICT = "evict_last"
 
 
-# Shared memory a pipelined launch leaves for the reductions' scratch and the compiler's own use.
-PIPELINE_SPARE_BYTES = 16384
-
-
-@functools.lru_cache(maxsize=None)
-def _shared_memory_bytes(device: torch.device) -> int:
-    """Shared memory one program may use on device (the interpreter: no limit)."""
-    if device.type != "cuda":
-        return 1 << 30
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    return triton.runtime.driver.active.utils.get_device_properties(index)["max_shared_mem"]
-
-
 def _select_plan(op: str, n_rows: int, n_cols: int, elem_bytes: int, device: torch.device, align: int,
                  tma: bool = False) -> Plan:
     """First SOFTMAX_PLANS row of op matching the shape, the element size and the alignment (ALIGN,
@@ -1995,19 +1938,6 @@ def _log2_guard(x, log2: bool) -> bool:
     """Whether a log2-domain kernel must check for rows whose scaled max overflows: bfloat16 reaches
     3.4e38, float16 only 65504."""
     return log2 and x.dtype == torch.bfloat16
-
-
-def _forward_rows_pipelined(y, x, num_warps, programs_per_sm, num_stages, align, log2=False):
-    """Launch the pipelined whole-rows forward, or the rows kernel where the pipeline's shared
-    memory (num_stages - 1 rows in flight) does not fit the device."""
-    n_rows, n_cols = x.shape
-    block_size = triton.next_power_of_2(n_cols)
-    if _shared_memory_bytes(x.device) < (num_stages - 1) * block_size * x.element_size() + PIPELINE_SPARE_BYTES:
-        _forward_rows(y, x, 1, num_warps, align, load_evict=ROWS_LOAD_EVICT, log2=log2)
-        return
-    _launch(_rows_pipelined_fwd_kernel, (min(n_rows, programs_per_sm * _sm_count(x.device)),), y, x, x.stride(0),
-            y.stride(0), n_rows, n_cols, BLOCK_SIZE=block_size, ALIGN=align, NUM_STAGES=num_stages, LOG2=log2,
-            GUARD=_log2_guard(x, log2), num_warps=num_warps)
 
 
 def _forward_row_tiles(y, x, tile, num_warps, align, log2=False, keep_input=False, maxnreg=0, vector_edges=False):
@@ -2384,8 +2314,6 @@ def _launch_forward_path(y, x, plan, align, max_segments=0):
         _forward_rows(y, x, plan.rows_per_program, plan.num_warps, align, load_evict=ROWS_LOAD_EVICT, log2=log2)
     elif plan.path == "rows-lanes":
         _forward_rows_lanes(y, x, plan.rows_per_program, plan.num_warps)
-    elif plan.path == "rows-pipelined":
-        _forward_rows_pipelined(y, x, plan.num_warps, plan.programs_per_sm, plan.num_stages, align, log2)
     elif plan.path == "row-tiles":
         _forward_row_tiles(y, x, plan.block_size, plan.num_warps, align, log2, plan.keep_input, plan.maxnreg,
                            vector_edges=True)

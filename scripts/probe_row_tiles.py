@@ -3,6 +3,9 @@
 lanes; here only the last tile is padded, so 2-byte rows of 8,200-28,000 columns do about the work per byte of
 8,192 and 16,384.
 
+"dispatch" and "keep" compare against the rows-pipelined path, which session 37 removed from the product (no table
+row had taken it since round 49): run them, and scripts/probe_rows_pipelined.py, at commit 99cb0c2.
+
 "tiles" and "more" ran (commits 7a2ba71, f77f0d6) on this probe's own copy of the kernel, which the product then
 took as _row_tiles_fwd_kernel with the bfloat16 guard added; the probe now launches the product's kernel.
 

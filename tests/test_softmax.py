@@ -630,22 +630,6 @@ def test_tile_stream_writes_its_rows_and_nothing_else(n_cols, vector_edges, dtyp
     assert (big_y[beside] == 1234.5).all()
 
 
-# rows-pipelined (programs_per_sm, num_stages): a program for every row, then fewer programs than
-# rows, so each walks several rows (the loop the pipeliner overlaps on a GPU)
-ROWS_PIPELINED_CONFIGS = [(8, 3), (2, 3), (1, 2)]
-
-
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("view", ["contiguous", "col_slice", "unaligned_base"])
-@pytest.mark.parametrize("programs_per_sm,num_stages", ROWS_PIPELINED_CONFIGS)
-def test_rows_pipelined_kernel(view, programs_per_sm, num_stages, dtype):
-    x = stream_views(dtype)[view]  # masked entries, a fully masked row, odd N, strided and unaligned rows
-    y = torch.full(x.shape, 1234.5, dtype=dtype, device=DEVICE)
-    align = sm._vector_align(x.element_size(), x.shape[1], x.stride(0), y.stride(0))
-    sm._forward_rows_pipelined(y, x, 4, programs_per_sm, num_stages, align)
-    assert_softmax(y, x)
-
-
 # row-tiles (tile lanes, warps): a tile of 64 lanes over 299-305 columns is 5 tiles, the last one padded; 128 lanes
 # 3 tiles; 512 lanes one tile, padded as the rows kernel pads. Under the interpreter warps only shape the layout.
 ROW_TILES_CONFIGS = [(64, 1), (128, 2), (512, 4)]
@@ -706,18 +690,6 @@ def test_row_tiles_take_whole_rows_in_equal_tiles(monkeypatch):
     sm._forward_row_tiles(torch.empty_like(x), x, 4096, 8, 8, True)
     (grid, kwargs), = launched
     assert grid == (3,) and kwargs["N_TILES"] == 3 and kwargs["TILE"] == 4096 and kwargs["num_warps"] == 8
-
-
-def test_rows_pipelined_falls_back_to_rows_where_its_shared_memory_does_not_fit(monkeypatch):
-    launched = []
-    monkeypatch.setattr(sm, "_launch", lambda kernel, *args, **kwargs: launched.append(kernel))
-    x = make_input((4, 32768), torch.float16)
-    y = torch.empty_like(x)
-    monkeypatch.setattr(sm, "_shared_memory_bytes", lambda device: 2 * 65536 + sm.PIPELINE_SPARE_BYTES)
-    sm._forward_rows_pipelined(y, x, 32, 1, 3, 8)  # two 64 KB rows in flight: fits
-    monkeypatch.setattr(sm, "_shared_memory_bytes", lambda device: 101376)  # a consumer GPU's 99 KB
-    sm._forward_rows_pipelined(y, x, 32, 1, 3, 8)
-    assert launched == [sm._rows_pipelined_fwd_kernel, sm._rows_fwd_kernel]
 
 
 def test_few_rows_get_smaller_segments():
