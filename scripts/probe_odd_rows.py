@@ -1,0 +1,74 @@
+"""Probe: what odd 2-byte rows pay on the H200 once a call is long (notes/kernels.md, round 192).
+
+Round 191 ran 2-byte rows at the copy's own bytes (2^29 elements a tensor): 100,000 columns reached 91.6-92.4% of
+copy, 100,001 only 86.1-88.5%, where the sweep's 2^27 elements has them within half a point. This times the
+dispatcher on rows of 100,000 to 100,008 columns (16, 2, 4, 8 and 16 bytes of alignment) and 777,777 against
+777,784, at both sizes, to say whether the cost follows the rows' alignment (loose elements read and written apart)
+or something else.
+
+Exploration, not evidence: every call is checked against float64 on every element first, then timed as
+build.py --run times (CUDA-graph replays, L2 flushed), beside a copy of the same bytes and the 1 GiB copy that sets
+the sweep's ceiling, in the same process. Usage on a CUDA machine (writes $OUT/probe_odd_rows.json):
+    python scripts/probe_odd_rows.py
+"""
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from probe_long_rows import checked_and_timed, report, row, run_probes, timed  # noqa: E402
+from kernellab.measure import COPY_BYTES, softmax_reference  # noqa: E402
+from kernels import triton_softmax as sm  # noqa: E402
+
+WIDTHS = [100000, 100001, 100002, 100004, 100008, 777777, 777784]
+SIZES = {"sweep": 1 << 27, "copy": 1 << 29}  # elements a tensor: the sweep's, and the ceiling copy's bytes in 2 bytes
+DTYPES = ["bfloat16", "float16"]
+
+
+def ceiling_ms() -> float:
+    """Median ms of the 1 GiB device-to-device copy the sweep's ceiling times."""
+    a = torch.randn(COPY_BYTES // 4, device="cuda")
+    b = torch.empty_like(a)
+    ms = timed(lambda: b.copy_(a))["ms"]
+    del a, b
+    torch.cuda.empty_cache()
+    return ms
+
+
+def plan_of(x) -> str:
+    """The SOFTMAX_PLANS row the dispatcher takes for x, in a few words."""
+    n_rows, n_cols = x.shape
+    align = sm._vector_align(x.element_size(), n_cols, x.stride(0), x.stride(0))
+    plan = sm._select_plan("forward", n_rows, n_cols, x.element_size(), x.device, align,
+                           sm._tma_stream_eligible(x))
+    return (f"{plan.path} {plan.programs_per_sm} programs, {int(plan.segment_bytes)} B, align {align}"
+            f"{', aligned cut' if plan.aligned else ''}{', counter' if plan.rows_dynamic else ''}")
+
+
+def odd_probe(out: list) -> None:
+    """Copy of the same bytes, then the dispatcher (checked first), per width, size and dtype; shares of both copies."""
+    copy_1gib_ms = ceiling_ms()
+    for size, elements in SIZES.items():
+        for n in WIDTHS:
+            for dtype in DTYPES:
+                m = elements // n
+                x = (torch.randn(m, n, device="cuda") * 2).to(getattr(torch, dtype))
+                moved = 2 * x.numel() * x.element_size()
+                ref, scale = softmax_reference(x)
+                y = torch.empty_like(x)
+                copy_ms = timed(lambda: y.copy_(x))["ms"]
+                lines = [row("copy of the same bytes", {"ms": copy_ms, "p20": None, "p80": None}, moved, copy_ms)]
+                lines += checked_and_timed([(f"dispatcher: {plan_of(x)}", sm.softmax_forward)], (x,), ref, scale,
+                                           dtype, moved, copy_ms)
+                ceiling_gbs = 2 * COPY_BYTES / copy_1gib_ms / 1e6
+                for line in lines:
+                    line["share_of_1gib_copy"] = line["gbs"] / ceiling_gbs
+                    line["variant"] += f" ({100 * line['share_of_1gib_copy']:.1f}% of the 1 GiB copy)"
+                report(f"odd-{size}", m, n, dtype, lines, out)
+                del x, y, ref, scale
+                torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    run_probes({"odd": odd_probe}, ["odd"], "probe_odd_rows.json")
