@@ -8,8 +8,10 @@ or something else.
 
 Exploration, not evidence: every call is checked against float64 on every element first, then timed as
 build.py --run times (CUDA-graph replays, L2 flushed), beside a copy of the same bytes and the 1 GiB copy that sets
-the sweep's ceiling, in the same process. Usage on a CUDA machine (writes $OUT/probe_odd_rows.json):
-    python scripts/probe_odd_rows.py
+the sweep's ceiling, in the same process (graph replays of a copy run slower than the sweep's eager copy: round 192).
+"tail" (round 193) times 100,000-column rows with and without the launch's block of loose elements. Usage on a CUDA
+machine (writes $OUT/probe_odd_rows.json):
+    python scripts/probe_odd_rows.py [odd] [tail]
 """
 import sys
 from pathlib import Path
@@ -70,5 +72,30 @@ def odd_probe(out: list) -> None:
                 torch.cuda.empty_cache()
 
 
+def tail_probe(out: list) -> None:
+    """Round 193: the dispatcher on a tensor with and without the loose block, by taking its first rows that are
+    whole view rows (LOOSE = 0) or one row fewer than such a count (LOOSE > 0); GB/s of each, same tensor."""
+    for rows, fewer in ((1342, 1336), (5368, 5367)):
+        for dtype in DTYPES:
+            x = (torch.randn(rows, 100000, device="cuda") * 2).to(getattr(torch, dtype))
+            lines = []
+            for m in (rows, fewer):
+                part = x[:m]
+                ref, scale = softmax_reference(part)
+                moved = 2 * part.numel() * part.element_size()
+                lines += checked_and_timed([(f"{m} rows: {plan_of(part)}, loose block {loose_block(part)}",
+                                             sm.softmax_forward)], (part,), ref, scale, dtype, moved, 1.0)
+                del ref, scale
+            report("tail", rows, 100000, dtype, lines, out)
+            del x
+            torch.cuda.empty_cache()
+
+
+def loose_block(x) -> bool:
+    """Whether tma_stream_forward gives x's launch a block of loose elements (its LOOSE > 0)."""
+    from kernels import gluon_softmax
+    return not (x.shape[1] % (16 // x.element_size()) == 0 and gluon_softmax._view_width(x))
+
+
 if __name__ == "__main__":
-    run_probes({"odd": odd_probe}, ["odd"], "probe_odd_rows.json")
+    run_probes({"odd": odd_probe, "tail": tail_probe}, sys.argv[1:] or ["odd"], "probe_odd_rows.json")
