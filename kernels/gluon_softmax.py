@@ -262,6 +262,15 @@ def _load_loose(input_ptr, first, end, covered, VEC: gl.constexpr, LOOSE: gl.con
 
 
 @gluon.jit
+def _load_tail(input_ptr, covered, end, TAIL: gl.constexpr, layout: gl.constexpr):
+    """(flat indices, mask, float32 values with -inf where masked) of [covered, end): an item's elements past the
+    descriptor's last whole view row (fewer than a view row, so TAIL lanes hold them)."""
+    tail = covered + gl.arange(0, TAIL, layout=layout)
+    tail_mask = tail < end
+    return tail, tail_mask, gl.load(input_ptr + tail.to(gl.int64), mask=tail_mask, other=float("-inf")).to(gl.float32)
+
+
+@gluon.jit
 def _whole(tile_lo, vector_starts, first, last, VEC: gl.constexpr):
     """Which [vectors, 1] of the tile at flat index tile_lo lie wholly inside [first, last): one value a vector, so
     loads and stores under it stay 16-byte ones."""
@@ -342,7 +351,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
                            max_polls, rows_cap, TILE: gl.constexpr, SLOTS: gl.constexpr, VEC: gl.constexpr,
                            SEGMENTS_BLOCK: gl.constexpr, NUM_WARPS: gl.constexpr, LOOSE: gl.constexpr,
                            TILE_LOOP: gl.constexpr, ALIGNED: gl.constexpr = False,
-                           ROWS_DYNAMIC: gl.constexpr = False):
+                           ROWS_DYNAMIC: gl.constexpr = False, TAIL: gl.constexpr = 0):
     """Two-pass online softmax of (row, segment) items program_id, program_id + num_programs, ... of a contiguous
     [n_rows, n_cols] input of any row length; a segment is at most SLOTS tiles of TILE elements, held in shared
     memory from its load to its write. Tiles reduce and store only their whole 16-byte vectors; the few loose
@@ -356,7 +365,9 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
     whole groups of n_segments programs): the programs of group g start on row g and then take whole rows from a
     counter (_claim_row, _posted_row; at most rows_cap rows a group, its boxes after the items' slots), not every
     num_programs-th item, so that the groups of programs launched first, which run faster, take more rows and the
-    groups end together (round 182)."""
+    groups end together (round 182). TAIL (with LOOSE 0: rows of whole vectors in a tensor that is not whole view
+    rows): the lanes of a block for the tensor's last elements, past its last whole view row, which only the item
+    that holds them reads and writes apart, under a branch (round 193: the LOOSE block cost every item 3-7%)."""
     dtype: gl.constexpr = in_desc.dtype
     W: gl.constexpr = in_desc.block_type.shape[1]
     # 1: an item's last tile is asked for apart, in part_desc's boxes; 0: as every other tile
@@ -394,21 +405,31 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
         last = gl.minimum(end, covered)
         if LOOSE > 0:
             loose, loose_mask, loose_x = _load_loose(input_ptr, first, end, covered, VEC, LOOSE, lanes)
+        if TAIL > 0:  # the tiles' bound: the view's whole rows end at covered
+            end_in_tiles = last
+        else:
+            end_in_tiles = end
         vec_max = gl.full([TILE // VEC], float("-inf"), gl.float32, layout=gl.SliceLayout(1, layout))
         vec_sum = gl.full([TILE // VEC], 0.0, gl.float32, layout=gl.SliceLayout(1, layout))
         if TILE_LOOP:  # pass 1: each tile as it lands
             for t in range(n_tiles):
                 vec_max, vec_sum = _reduce_tile(smem, bars, t, phases, vec_max, vec_sum, tile_start, offsets,
-                                                vector_starts, first, end, last, dtype, TILE, VEC, LOOSE, layout)
+                                                vector_starts, first, end_in_tiles, last, dtype, TILE, VEC, LOOSE,
+                                                layout)
         else:
             for i in gl.static_range(SLOTS):
                 if i < n_tiles:
                     vec_max, vec_sum = _reduce_tile(smem, bars, i, phases, vec_max, vec_sum, tile_start, offsets,
-                                                    vector_starts, first, end, last, dtype, TILE, VEC, LOOSE, layout)
+                                                    vector_starts, first, end_in_tiles, last, dtype, TILE, VEC,
+                                                    LOOSE, layout)
         phases = phases ^ ((1 << n_tiles) - 1)
         seg_max, seg_sum = _combine(vec_max, vec_sum)
         if LOOSE > 0:
             seg_max, seg_sum = _with_loose(seg_max, seg_sum, loose_x)
+        if TAIL > 0:
+            if end > covered:
+                tail, tail_mask, tail_x = _load_tail(input_ptr, covered, end, TAIL, lanes)
+                seg_max, seg_sum = _with_loose(seg_max, seg_sum, tail_x)
         if ROWS_DYNAMIC:  # the group's next row, claimed while the siblings finish their pass 1
             _claim_row(mail_ptr, group, j + 1, rows_cap, step // n_segments)
         if n_segments == 1:
@@ -422,6 +443,11 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
         if LOOSE > 0:
             y_loose = (_exp(loose_x - row_max) * inv_row_sum).to(dtype)
             gl.store(output_ptr + loose.to(gl.int64), y_loose, mask=loose_mask)
+        if TAIL > 0:
+            if end > covered:  # read again rather than kept: one item of the call has a tail
+                tail, tail_mask, tail_x = _load_tail(input_ptr, covered, end, TAIL, lanes)
+                gl.store(output_ptr + tail.to(gl.int64), (_exp(tail_x - row_max) * inv_row_sum).to(dtype),
+                         mask=tail_mask)
         if ROWS_DYNAMIC:
             next_item = _posted_row(mail_ptr, group, j + 1, rows_cap, n_rows) * n_segments + segment
         else:
@@ -433,7 +459,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
         if TILE_LOOP:  # pass 2, from shared memory; the next item's tile i follows tile i, its last tile comes after
             for t in range(n_tiles):
                 _write_tile(output_ptr, smem, t, offsets, vector_starts, row_max, inv_row_sum, tile_start, first,
-                            end, last, dtype, TILE, VEC, LOOSE, layout)
+                            end_in_tiles, last, dtype, TILE, VEC, LOOSE, layout)
                 if t < next_tiles - APART:
                     _refill(in_desc, smem, bars, t, next_tile_start, TILE, W)
             for t in range(n_tiles, next_tiles - APART):
@@ -442,7 +468,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
             for i in gl.static_range(SLOTS):
                 if i < n_tiles:
                     _write_tile(output_ptr, smem, i, offsets, vector_starts, row_max, inv_row_sum, tile_start, first,
-                                end, last, dtype, TILE, VEC, LOOSE, layout)
+                                end_in_tiles, last, dtype, TILE, VEC, LOOSE, layout)
                 if i < next_tiles - APART:
                     _refill(in_desc, smem, bars, i, next_tile_start, TILE, W)
         if APART & (next_tiles > 0):
@@ -1096,6 +1122,10 @@ def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int
     loose = 0 if x.shape[1] % vec == 0 and _view_width(x) else triton.next_power_of_2(
         2 * vec + VIEW_ROW_BYTES[0] // x.element_size())
     width = _forward_width(*x.shape, x.element_size())
+    # rows of whole vectors in a tensor no view row width divides: only its last elements lie outside the view's
+    # whole rows, so the unlagged kernel reads them apart in the one item that holds them (TAIL) rather than give
+    # every item the loose block (round 193)
+    tail = triton.next_power_of_2(width) if x.shape[1] % vec == 0 and not _view_width(x) and not lag else 0
     aligned = bool(aligned and x.shape[1] % width)
     if lag:
         shape = _launch_shape(x, vectors_per_thread, num_warps, segment_bytes // 2, width, programs_per_sm, tensors=2,
@@ -1107,8 +1137,9 @@ def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int
                           rows_dynamic=rows_dynamic)
     part_rows = part_rows or _last_tile_part_rows(shape.segment_cols, shape.constexprs["TILE"], width, tile_loop)
     launch(_tma_stream_fwd_kernel, shape.grid, y, x, shape.descriptor(x), shape.descriptor(x, part_rows),
-           shape.slots, *x.shape, shape.n_segments, shape.segment_cols, max_polls, shape.rows_cap, LOOSE=loose,
-           TILE_LOOP=tile_loop, ALIGNED=aligned, ROWS_DYNAMIC=shape.rows_cap > 0, **shape.constexprs)
+           shape.slots, *x.shape, shape.n_segments, shape.segment_cols, max_polls, shape.rows_cap,
+           LOOSE=0 if tail else loose, TILE_LOOP=tile_loop, ALIGNED=aligned, ROWS_DYNAMIC=shape.rows_cap > 0,
+           TAIL=tail, **shape.constexprs)
 
 
 def tma_stream_backward(dx: torch.Tensor, y: torch.Tensor, dy: torch.Tensor, vectors_per_thread: int, num_warps: int,

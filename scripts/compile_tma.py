@@ -64,6 +64,8 @@ def facts(op: str, dtype: str, programs: int, warps: int, vectors: int, slots: i
             signature["rows_cap"], kind["ROWS_DYNAMIC"] = "i32", rows_dynamic
         if aligned or "ALIGNED" in kernel_fn.arg_names:  # a kernel without the cut (round 129) compiles without it
             kind["ALIGNED"] = aligned
+        if "TAIL" in kernel_fn.arg_names:  # a tensor's last elements past the view, apart (round 193; extra sets it)
+            kind["TAIL"] = 0
         if lag:  # the tiles as a loop, no part descriptor (LOOSE and ALIGNED since round 173)
             signature = {"output_ptr": pointer, "input_ptr": pointer, "in_desc": desc, **scalars}
             kernel_fn, divisible = gs._tma_lag_fwd_kernel, (0, 1, 3)
