@@ -83,7 +83,7 @@ def tail_probe(out: list) -> None:
                 part = x[:m]
                 ref, scale = softmax_reference(part)
                 moved = 2 * part.numel() * part.element_size()
-                lines += checked_and_timed([(f"{m} rows: {plan_of(part)}, loose block {loose_block(part)}",
+                lines += checked_and_timed([(f"{m} rows: {plan_of(part)}, {loose_block(part)}",
                                              sm.softmax_forward)], (part,), ref, scale, dtype, moved, 1.0)
                 del ref, scale
             report("tail", rows, 100000, dtype, lines, out)
@@ -91,10 +91,14 @@ def tail_probe(out: list) -> None:
             torch.cuda.empty_cache()
 
 
-def loose_block(x) -> bool:
-    """Whether tma_stream_forward gives x's launch a block of loose elements (its LOOSE > 0)."""
+def loose_block(x) -> str:
+    """What tma_stream_forward gives x's unlagged launch for the elements outside the view's whole vectors: "LOOSE"
+    (rows of partial vectors: a block every item), "TAIL" (whole vectors, the tensor not whole view rows: since round
+    194 only the item that holds them; before it, LOOSE) or "none"."""
     from kernels import gluon_softmax
-    return not (x.shape[1] % (16 // x.element_size()) == 0 and gluon_softmax._view_width(x))
+    if x.shape[1] % (16 // x.element_size()):
+        return "LOOSE"
+    return "none" if gluon_softmax._view_width(x) else "TAIL"
 
 
 if __name__ == "__main__":
