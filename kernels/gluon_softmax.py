@@ -240,38 +240,32 @@ def _row_max_inv_sum(input_ptr, slots_ptr, row, item, n_segments, segment_cols, 
 
 
 @gluon.jit
-def _loose_offsets(first, end, covered, VEC: gl.constexpr, LOOSE: gl.constexpr, layout: gl.constexpr,
-                   WITH_TAIL: gl.constexpr = True):
+def _loose_offsets(first, end, covered, VEC: gl.constexpr, LOOSE: gl.constexpr, layout: gl.constexpr):
     """(flat indices, mask) of an item's loose elements, those outside its whole 16-byte vectors in the descriptor:
     the head [first, first rounded up to VEC), the foot [last rounded down to VEC, last) with last = min(end,
-    covered), and (WITH_TAIL) the tail [covered, end) that no whole view row holds; one block of LOOSE lanes (>= 2 VEC
-    + W with the tail, >= 2 VEC without it)."""
+    covered), and the tail [covered, end) that no whole view row holds; one block of LOOSE lanes (>= 2 VEC + W)."""
     j = gl.arange(0, LOOSE, layout=layout)
     last = gl.minimum(end, covered)
     head_end = gl.minimum((first + VEC - 1) // VEC * VEC, last)
     foot_start = gl.maximum(last // VEC * VEC, head_end)
     flat = gl.where(j < VEC, first + j, gl.where(j < 2 * VEC, foot_start + j - VEC, covered + j - 2 * VEC))
-    if WITH_TAIL:
-        mask = gl.where(j < VEC, flat < head_end, gl.where(j < 2 * VEC, flat < last, (flat >= first) & (flat < end)))
-    else:
-        mask = gl.where(j < VEC, flat < head_end, (j < 2 * VEC) & (flat < last))
+    mask = gl.where(j < VEC, flat < head_end, gl.where(j < 2 * VEC, flat < last, (flat >= first) & (flat < end)))
     return flat, mask
 
 
 @gluon.jit
-def _load_loose(input_ptr, first, end, covered, VEC: gl.constexpr, LOOSE: gl.constexpr, layout: gl.constexpr,
-                WITH_TAIL: gl.constexpr = True):
+def _load_loose(input_ptr, first, end, covered, VEC: gl.constexpr, LOOSE: gl.constexpr, layout: gl.constexpr):
     """(flat indices, mask, float32 values with -inf where masked) of an item's loose elements (_loose_offsets)."""
-    loose, loose_mask = _loose_offsets(first, end, covered, VEC, LOOSE, layout, WITH_TAIL)
+    loose, loose_mask = _loose_offsets(first, end, covered, VEC, LOOSE, layout)
     return loose, loose_mask, gl.load(input_ptr + loose.to(gl.int64), mask=loose_mask,
                                       other=float("-inf")).to(gl.float32)
 
 
 @gluon.jit
-def _load_tail(input_ptr, start, end, TAIL: gl.constexpr, layout: gl.constexpr):
-    """(flat indices, mask, float32 values with -inf where masked) of [start, end): an item's elements past the
+def _load_tail(input_ptr, covered, end, TAIL: gl.constexpr, layout: gl.constexpr):
+    """(flat indices, mask, float32 values with -inf where masked) of [covered, end): an item's elements past the
     descriptor's last whole view row (fewer than a view row, so TAIL lanes hold them)."""
-    tail = start + gl.arange(0, TAIL, layout=layout)
+    tail = covered + gl.arange(0, TAIL, layout=layout)
     tail_mask = tail < end
     return tail, tail_mask, gl.load(input_ptr + tail.to(gl.int64), mask=tail_mask, other=float("-inf")).to(gl.float32)
 
@@ -371,10 +365,9 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
     whole groups of n_segments programs): the programs of group g start on row g and then take whole rows from a
     counter (_claim_row, _posted_row; at most rows_cap rows a group, its boxes after the items' slots), not every
     num_programs-th item, so that the groups of programs launched first, which run faster, take more rows and the
-    groups end together (round 182). TAIL (a tensor that is not whole view rows): the lanes of a block for the
-    tensor's last elements, past its last whole view row, which only the item that holds them reads and writes apart,
-    under a branch (round 193: a LOOSE block wide enough for them cost every item 3-7%); rows of partial vectors then
-    keep a LOOSE block for each item's head and foot alone (round 195)."""
+    groups end together (round 182). TAIL (with LOOSE 0: rows of whole vectors in a tensor that is not whole view
+    rows): the lanes of a block for the tensor's last elements, past its last whole view row, which only the item
+    that holds them reads and writes apart, under a branch (round 193: the LOOSE block cost every item 3-7%)."""
     dtype: gl.constexpr = in_desc.dtype
     W: gl.constexpr = in_desc.block_type.shape[1]
     # 1: an item's last tile is asked for apart, in part_desc's boxes; 0: as every other tile
@@ -410,8 +403,8 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
         row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W, ALIGNED,
                                                           STEP)
         last = gl.minimum(end, covered)
-        if LOOSE > 0:  # with TAIL, only the head and foot: the tail is the one item's below
-            loose, loose_mask, loose_x = _load_loose(input_ptr, first, end, covered, VEC, LOOSE, lanes, TAIL == 0)
+        if LOOSE > 0:
+            loose, loose_mask, loose_x = _load_loose(input_ptr, first, end, covered, VEC, LOOSE, lanes)
         if TAIL > 0:  # the tiles' bound: the view's whole rows end at covered
             end_in_tiles = last
         else:
@@ -435,7 +428,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
             seg_max, seg_sum = _with_loose(seg_max, seg_sum, loose_x)
         if TAIL > 0:
             if end > covered:
-                tail, tail_mask, tail_x = _load_tail(input_ptr, gl.maximum(covered, first), end, TAIL, lanes)
+                tail, tail_mask, tail_x = _load_tail(input_ptr, covered, end, TAIL, lanes)
                 seg_max, seg_sum = _with_loose(seg_max, seg_sum, tail_x)
         if ROWS_DYNAMIC:  # the group's next row, claimed while the siblings finish their pass 1
             _claim_row(mail_ptr, group, j + 1, rows_cap, step // n_segments)
@@ -452,7 +445,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
             gl.store(output_ptr + loose.to(gl.int64), y_loose, mask=loose_mask)
         if TAIL > 0:
             if end > covered:  # read again rather than kept: one item of the call has a tail
-                tail, tail_mask, tail_x = _load_tail(input_ptr, gl.maximum(covered, first), end, TAIL, lanes)
+                tail, tail_mask, tail_x = _load_tail(input_ptr, covered, end, TAIL, lanes)
                 gl.store(output_ptr + tail.to(gl.int64), (_exp(tail_x - row_max) * inv_row_sum).to(dtype),
                          mask=tail_mask)
         if ROWS_DYNAMIC:
@@ -1125,16 +1118,14 @@ def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int
     two items of half the slots each (_tma_lag_fwd_kernel); rows_dynamic: groups of a row's programs take whole rows
     from a counter (the kernel's ROWS_DYNAMIC), where the grid is whole groups and holds fewer groups than rows."""
     vec = 16 // x.element_size()
+    # rows of whole vectors with a view row width dividing the tensor have no loose elements
+    loose = 0 if x.shape[1] % vec == 0 and _view_width(x) else triton.next_power_of_2(
+        2 * vec + VIEW_ROW_BYTES[0] // x.element_size())
     width = _forward_width(*x.shape, x.element_size())
-    if lag:  # rows of whole vectors with a view row width dividing the tensor have no loose elements
-        loose = 0 if x.shape[1] % vec == 0 and _view_width(x) else triton.next_power_of_2(
-            2 * vec + VIEW_ROW_BYTES[0] // x.element_size())
-    else:
-        # the unlagged kernel reads a tensor's last elements past the view's whole rows apart, in the one item that
-        # holds them (TAIL), rather than give every item a loose block wide enough for them (round 193), and rows of
-        # partial vectors a block for each item's head and foot alone (round 195)
-        loose = 0 if x.shape[1] % vec == 0 else max(32 * num_warps, triton.next_power_of_2(2 * vec))
-    tail = triton.next_power_of_2(width) if x.numel() % width and not lag else 0
+    # rows of whole vectors in a tensor no view row width divides: only its last elements lie outside the view's
+    # whole rows, so the unlagged kernel reads them apart in the one item that holds them (TAIL) rather than give
+    # every item the loose block (round 193)
+    tail = triton.next_power_of_2(width) if x.shape[1] % vec == 0 and not _view_width(x) and not lag else 0
     aligned = bool(aligned and x.shape[1] % width)
     if lag:
         shape = _launch_shape(x, vectors_per_thread, num_warps, segment_bytes // 2, width, programs_per_sm, tensors=2,
@@ -1147,7 +1138,7 @@ def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int
     part_rows = part_rows or _last_tile_part_rows(shape.segment_cols, shape.constexprs["TILE"], width, tile_loop)
     launch(_tma_stream_fwd_kernel, shape.grid, y, x, shape.descriptor(x), shape.descriptor(x, part_rows),
            shape.slots, *x.shape, shape.n_segments, shape.segment_cols, max_polls, shape.rows_cap,
-           LOOSE=loose, TILE_LOOP=tile_loop, ALIGNED=aligned, ROWS_DYNAMIC=shape.rows_cap > 0,
+           LOOSE=0 if tail else loose, TILE_LOOP=tile_loop, ALIGNED=aligned, ROWS_DYNAMIC=shape.rows_cap > 0,
            TAIL=tail, **shape.constexprs)
 
 
