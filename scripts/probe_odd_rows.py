@@ -20,22 +20,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from probe_long_rows import checked_and_timed, report, row, run_probes, timed  # noqa: E402
-from kernellab.measure import COPY_BYTES, softmax_reference  # noqa: E402
+from kernellab.measure import ceiling, softmax_reference  # noqa: E402
 from kernels import triton_softmax as sm  # noqa: E402
 
 WIDTHS = [100000, 100001, 100002, 100004, 100008, 777777, 777784]
 SIZES = {"sweep": 1 << 27, "copy": 1 << 29}  # elements a tensor: the sweep's, and the ceiling copy's bytes in 2 bytes
 DTYPES = ["bfloat16", "float16"]
-
-
-def ceiling_ms() -> float:
-    """Median ms of the 1 GiB device-to-device copy the sweep's ceiling times."""
-    a = torch.randn(COPY_BYTES // 4, device="cuda")
-    b = torch.empty_like(a)
-    ms = timed(lambda: b.copy_(a))["ms"]
-    del a, b
-    torch.cuda.empty_cache()
-    return ms
 
 
 def plan_of(x) -> str:
@@ -50,7 +40,7 @@ def plan_of(x) -> str:
 
 def odd_probe(out: list) -> None:
     """Copy of the same bytes, then the dispatcher (checked first), per width, size and dtype; shares of both copies."""
-    copy_1gib_ms = ceiling_ms()
+    ceiling_gbs = ceiling(1)["gbs"]  # the sweep's own ceiling: the 1 GiB copy, timed eagerly
     for size, elements in SIZES.items():
         for n in WIDTHS:
             for dtype in DTYPES:
@@ -63,7 +53,6 @@ def odd_probe(out: list) -> None:
                 lines = [row("copy of the same bytes", {"ms": copy_ms, "p20": None, "p80": None}, moved, copy_ms)]
                 lines += checked_and_timed([(f"dispatcher: {plan_of(x)}", sm.softmax_forward)], (x,), ref, scale,
                                            dtype, moved, copy_ms)
-                ceiling_gbs = 2 * COPY_BYTES / copy_1gib_ms / 1e6
                 for line in lines:
                     line["share_of_1gib_copy"] = line["gbs"] / ceiling_gbs
                     line["variant"] += f" ({100 * line['share_of_1gib_copy']:.1f}% of the 1 GiB copy)"
