@@ -1,0 +1,53 @@
+"""Probe (round 197): rows of partial vectors with their heads and feet written from the tiles (EDGES), against the
+module at AB_BEFORE_GLUON (the loose block), both through the dispatcher's table.
+
+Exploration, not evidence. Round 196 found that the loose block costs odd 2-byte rows 4-6% on an H200 only as a
+whole: leave out its loads, its fold or its stores and most of the cost stays; leave out all three and the rows run
+as whole-vector rows do. EDGES reads nothing from global memory for an item's head and foot: pass 1 reduces them from
+the tiles, pass 2 stores a vector that runs into the row's next segment whole and only the vectors across a row's
+start or end element by element. Three fresh inputs a shape at the sweep's size and at the copy's (2^29 elements),
+alternating order, every output of both checked against float64 first (probe_trials.ab_trials; a ratio over 1: the
+working tree is faster).
+
+    git show HEAD~1:kernels/gluon_softmax.py > before_gs.py
+    AB_BEFORE_GLUON=before_gs.py python scripts/probe_edges.py   # Hopper; $OUT/probe_edges.json
+"""
+import os
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from probe_ab import module_from_source  # noqa: E402
+from probe_long_rows import save_results, softmax_reference, warm_up_gpu  # noqa: E402
+from probe_tma_instructions import with_gluon  # noqa: E402
+from probe_trials import ab_trials  # noqa: E402
+
+from kernels import triton_softmax as sm  # noqa: E402
+
+# rows of partial vectors on each unlagged tile-loop launch: 100,001 (rows off view rows, 2-byte and fp32), 777,777
+# (the aligned cut), 65,541 and 200,003 (other cuts), and 100,000 as the control the change does not touch
+SHAPES = [(100001, "bfloat16"), (100001, "float16"), (100001, "float32"), (777777, "bfloat16"), (777777, "float16"),
+          (65541, "bfloat16"), (200003, "float16"), (100000, "bfloat16")]
+COPY_SIZE = [(100001, "bfloat16"), (100001, "float16"), (777777, "bfloat16"), (777777, "float16")]
+
+
+def copy_size_case(n: int, dtype: str):
+    """A fresh input of 2^29 elements of n columns (the ceiling copy's bytes in 2-byte types)."""
+    m = (1 << 29) // n
+    x = (torch.randn(m, n, device="cuda") * 2).to(getattr(torch, dtype))
+    ref, scale = softmax_reference(x)
+    return m, (x,), 2 * x.numel() * x.element_size(), ref, scale
+
+
+if __name__ == "__main__":
+    warm_up_gpu()
+    print(torch.cuda.get_device_name(), flush=True)
+    before = module_from_source("gluon_softmax_before", Path(os.environ["AB_BEFORE_GLUON"]).read_text())
+    results = []
+    ab_trials("EDGES (working tree) against the loose block, sweep's size", sm.softmax_forward, SHAPES, results,
+              baseline=with_gluon(before, sm.softmax_forward), trials=3)
+    ab_trials("EDGES (working tree) against the loose block, copy's size", sm.softmax_forward, COPY_SIZE, results,
+              baseline=with_gluon(before, sm.softmax_forward), trials=3, case=copy_size_case)
+    save_results("probe_edges.json", results)
