@@ -310,27 +310,6 @@ def _write_tile(output_ptr, smem, i, offsets, vector_starts, row_max, inv_row_su
 
 
 @gluon.jit
-def _write_tile_edges(output_ptr, smem, i, offsets, vector_starts, row_max, inv_row_sum, tile_start, first, last,
-                      row_first, row_end, edge, dtype: gl.constexpr, TILE: gl.constexpr, VEC: gl.constexpr,
-                      layout: gl.constexpr):
-    """EDGES pass 2 of slot i, for rows of partial vectors: each whole 16-byte vector that starts in [first, last) and
-    ends in the item's row, as one store, the one that runs past the item's end into the row's next segment included
-    (the TMA loaded all of it, and both segments share the row's statistics), so that the next item skips it; then,
-    where the tile holds a vector that straddles a row's start or end (edge), that vector's elements of [first, last)
-    one by one. Nothing is read from global memory (round 196: the loose block's loads, fold and stores cost 4-6%)."""
-    tile_lo = tile_start + i * TILE
-    y = (_exp(_tile(smem, i, dtype, TILE, VEC, layout) - row_max) * inv_row_sum).to(dtype)
-    vector_lo = tile_lo + vector_starts
-    ptrs = output_ptr + (tile_lo + offsets).to(gl.int64)
-    owned = (vector_lo >= first) & (vector_lo < last) & (vector_lo + VEC <= row_end)
-    gl.store(ptrs, y, mask=owned & (offsets >= 0))
-    if edge:
-        flat = tile_lo + offsets
-        straddles = (vector_lo < row_first) | (vector_lo + VEC > row_end)
-        gl.store(ptrs, y, mask=(flat >= first) & (flat < last) & straddles)
-
-
-@gluon.jit
 def _refill(in_desc, smem, bars, i, next_tile_start, TILE: gl.constexpr, W: gl.constexpr):
     """Ask the TMA for the next item's tile i into slot i, once every warp has read the slot."""
     fence_async_shared()
@@ -372,8 +351,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
                            max_polls, rows_cap, TILE: gl.constexpr, SLOTS: gl.constexpr, VEC: gl.constexpr,
                            SEGMENTS_BLOCK: gl.constexpr, NUM_WARPS: gl.constexpr, LOOSE: gl.constexpr,
                            TILE_LOOP: gl.constexpr, ALIGNED: gl.constexpr = False,
-                           ROWS_DYNAMIC: gl.constexpr = False, TAIL: gl.constexpr = 0,
-                           EDGES: gl.constexpr = False):
+                           ROWS_DYNAMIC: gl.constexpr = False, TAIL: gl.constexpr = 0):
     """Two-pass online softmax of (row, segment) items program_id, program_id + num_programs, ... of a contiguous
     [n_rows, n_cols] input of any row length; a segment is at most SLOTS tiles of TILE elements, held in shared
     memory from its load to its write. Tiles reduce and store only their whole 16-byte vectors; the few loose
@@ -389,15 +367,12 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
     num_programs-th item, so that the groups of programs launched first, which run faster, take more rows and the
     groups end together (round 182). TAIL (with LOOSE 0: rows of whole vectors in a tensor that is not whole view
     rows): the lanes of a block for the tensor's last elements, past its last whole view row, which only the item
-    that holds them reads and writes apart, under a branch (round 193: the LOOSE block cost every item 3-7%). EDGES
-    (with LOOSE 0 and TILE_LOOP: rows of partial vectors): pass 1 reduces exactly [first, end) from the tiles, whose
-    view rows hold an item's head and foot, and pass 2 writes them as _write_tile_edges does, so that such rows need
-    no block of loose elements either (round 197)."""
+    that holds them reads and writes apart, under a branch (round 193: the LOOSE block cost every item 3-7%)."""
     dtype: gl.constexpr = in_desc.dtype
     W: gl.constexpr = in_desc.block_type.shape[1]
     # 1: an item's last tile is asked for apart, in part_desc's boxes; 0: as every other tile
     APART: gl.constexpr = 1 if part_desc.block_type.shape[0] < in_desc.block_type.shape[0] else 0
-    STEP: gl.constexpr = VEC if (LOOSE == 0) & (not EDGES) else 1  # rows of whole vectors start on a vector
+    STEP: gl.constexpr = VEC if LOOSE == 0 else 1  # rows of whole vectors start on a vector
     layout: gl.constexpr = gl.BlockedLayout([1, VEC], [32, 1], [NUM_WARPS, 1], [1, 0])
     lanes: gl.constexpr = gl.BlockedLayout([1], [32], [NUM_WARPS], [0])
     smem = gl.allocate_shared_memory(dtype, [SLOTS] + in_desc.block_type.shape, in_desc.layout)
@@ -406,7 +381,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
     vector_starts = gl.expand_dims(gl.arange(0, TILE // VEC, layout=gl.SliceLayout(1, layout)), 1) * VEC
     siblings = gl.arange(0, SEGMENTS_BLOCK, layout=lanes)
     n_items = n_rows * n_segments
-    if (LOOSE == 0) & (not EDGES):
+    if LOOSE == 0:
         n_cols = n_cols // VEC * VEC  # tells the compiler what the launch checked: rows of whole 16-byte vectors
     segment_cols = segment_cols // VEC * VEC  # whole vectors too (_segments), so segment edges keep 16-byte stores
     covered = n_rows * n_cols // W * W  # the elements the descriptor's whole view rows hold
@@ -453,7 +428,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
             seg_max, seg_sum = _with_loose(seg_max, seg_sum, loose_x)
         if TAIL > 0:
             if end > covered:
-                tail, tail_mask, tail_x = _load_tail(input_ptr, gl.maximum(covered, first), end, TAIL, lanes)
+                tail, tail_mask, tail_x = _load_tail(input_ptr, covered, end, TAIL, lanes)
                 seg_max, seg_sum = _with_loose(seg_max, seg_sum, tail_x)
         if ROWS_DYNAMIC:  # the group's next row, claimed while the siblings finish their pass 1
             _claim_row(mail_ptr, group, j + 1, rows_cap, step // n_segments)
@@ -470,7 +445,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
             gl.store(output_ptr + loose.to(gl.int64), y_loose, mask=loose_mask)
         if TAIL > 0:
             if end > covered:  # read again rather than kept: one item of the call has a tail
-                tail, tail_mask, tail_x = _load_tail(input_ptr, gl.maximum(covered, first), end, TAIL, lanes)
+                tail, tail_mask, tail_x = _load_tail(input_ptr, covered, end, TAIL, lanes)
                 gl.store(output_ptr + tail.to(gl.int64), (_exp(tail_x - row_max) * inv_row_sum).to(dtype),
                          mask=tail_mask)
         if ROWS_DYNAMIC:
@@ -481,21 +456,10 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
             next_item, n_segments, segment_cols, n_cols, TILE, W, ALIGNED, STEP)
         if next_item >= n_items:
             next_tiles = 0
-        if EDGES:  # whether the item holds a vector across its row's start, or across its end below the view's end
-            row_first = row * n_cols
-            row_end = row_first + n_cols
-            head_edge = (row_first % VEC != 0) & (first < (row_first + VEC - 1) // VEC * VEC)
-            foot_edge = (row_end % VEC != 0) & (last > row_end // VEC * VEC)
         if TILE_LOOP:  # pass 2, from shared memory; the next item's tile i follows tile i, its last tile comes after
             for t in range(n_tiles):
-                if EDGES:
-                    _write_tile_edges(output_ptr, smem, t, offsets, vector_starts, row_max, inv_row_sum, tile_start,
-                                      first, last, row_first, row_end,
-                                      ((t == 0) & head_edge) | ((t == n_tiles - 1) & foot_edge), dtype, TILE, VEC,
-                                      layout)
-                else:
-                    _write_tile(output_ptr, smem, t, offsets, vector_starts, row_max, inv_row_sum, tile_start, first,
-                                end_in_tiles, last, dtype, TILE, VEC, LOOSE, layout)
+                _write_tile(output_ptr, smem, t, offsets, vector_starts, row_max, inv_row_sum, tile_start, first,
+                            end_in_tiles, last, dtype, TILE, VEC, LOOSE, layout)
                 if t < next_tiles - APART:
                     _refill(in_desc, smem, bars, t, next_tile_start, TILE, W)
             for t in range(n_tiles, next_tiles - APART):
@@ -1154,16 +1118,14 @@ def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int
     two items of half the slots each (_tma_lag_fwd_kernel); rows_dynamic: groups of a row's programs take whole rows
     from a counter (the kernel's ROWS_DYNAMIC), where the grid is whole groups and holds fewer groups than rows."""
     vec = 16 // x.element_size()
-    whole_vectors = x.shape[1] % vec == 0
-    # rows of partial vectors on the unlagged tile loop write their heads and feet from the tiles (round 197)
-    edges = not whole_vectors and tile_loop and not lag
     # rows of whole vectors with a view row width dividing the tensor have no loose elements
-    loose = 0 if (whole_vectors and _view_width(x)) or edges else triton.next_power_of_2(
+    loose = 0 if x.shape[1] % vec == 0 and _view_width(x) else triton.next_power_of_2(
         2 * vec + VIEW_ROW_BYTES[0] // x.element_size())
     width = _forward_width(*x.shape, x.element_size())
-    # a tensor no view row width divides has its last elements outside the view's whole rows: the unlagged kernel
-    # reads them apart in the one item that holds them (TAIL) rather than give every item the loose block (round 193)
-    tail = triton.next_power_of_2(width) if (whole_vectors or edges) and x.numel() % width and not lag else 0
+    # rows of whole vectors in a tensor no view row width divides: only its last elements lie outside the view's
+    # whole rows, so the unlagged kernel reads them apart in the one item that holds them (TAIL) rather than give
+    # every item the loose block (round 193)
+    tail = triton.next_power_of_2(width) if x.shape[1] % vec == 0 and not _view_width(x) and not lag else 0
     aligned = bool(aligned and x.shape[1] % width)
     if lag:
         shape = _launch_shape(x, vectors_per_thread, num_warps, segment_bytes // 2, width, programs_per_sm, tensors=2,
@@ -1177,7 +1139,7 @@ def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int
     launch(_tma_stream_fwd_kernel, shape.grid, y, x, shape.descriptor(x), shape.descriptor(x, part_rows),
            shape.slots, *x.shape, shape.n_segments, shape.segment_cols, max_polls, shape.rows_cap,
            LOOSE=0 if tail else loose, TILE_LOOP=tile_loop, ALIGNED=aligned, ROWS_DYNAMIC=shape.rows_cap > 0,
-           TAIL=tail, EDGES=edges, **shape.constexprs)
+           TAIL=tail, **shape.constexprs)
 
 
 def tma_stream_backward(dx: torch.Tensor, y: torch.Tensor, dy: torch.Tensor, vectors_per_thread: int, num_warps: int,

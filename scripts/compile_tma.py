@@ -6,7 +6,7 @@ machine with triton installed can check a launch before device time is spent on 
 (TRITON_INTERPRET unset). tests/test_gluon_softmax.py checks the table's launches with it; the notes' "offline
 (sm_90, Triton 3.6)" figures come from it with the GPU image's Triton on PYTHONPATH.
 
-    python scripts/compile_tma.py forward bf16 --programs 4 --warps 4 --vectors 4 --slots 6 --tile-loop --edges
+    python scripts/compile_tma.py forward bf16 --programs 4 --warps 4 --vectors 4 --slots 6 --tile-loop --loose
     python scripts/compile_tma.py backward fp32 --programs 1 --warps 8 --vectors 4 --slots 7 --maxnreg 128
     python scripts/compile_tma.py backward fp32 --programs 1 --warps 8 --vectors 4 --slots 7 --register-tiles 2
     python scripts/compile_tma.py backward fp32 --programs 1 --warps 4 --vectors 4 --slots 7 --lag
@@ -26,7 +26,7 @@ def facts(op: str, dtype: str, programs: int, warps: int, vectors: int, slots: i
           tile_loop: bool = False, aligned: bool = False, maxnreg: int = 0, segments_block: int = 0,
           part_rows: int = 0, dynamic: bool = False, prefetch_next: bool = False, register_tiles: int = 0,
           poll_sleep: int = 0, extra: dict | None = None, lag: bool = False, tma_store: bool = False,
-          rows_dynamic: bool = False, edges: bool = False) -> dict:
+          rows_dynamic: bool = False) -> dict:
     """Resource use of one tma-stream launch compiled for sm_90 (slots: tiles of each tensor a program holds;
     maxnreg 0: the launch's own cap, gluon_softmax._register_share; segments_block 0: 32 for one program an SM, else
     64; part_rows 0: the forward's largest last-tile box, a tile's with the tile loop, LAST_TILE_PART_ROWS without;
@@ -36,8 +36,7 @@ def facts(op: str, dtype: str, programs: int, warps: int, vectors: int, slots: i
     (round 166's patch); extra: further constexprs of a probe's patch, by name; lag: two items of slots tiles each a
     program, _tma_lag_fwd_kernel or _tma_lag_bwd_kernel (rounds 168-170); tma_store: the forward's pass 2 through
     TMA stores, its TMA_STORE (round 179); rows_dynamic: the forward's whole rows from a counter, its ROWS_DYNAMIC
-    (round 182); edges: the forward's rows of partial vectors on the tile loop, its EDGES, with a TAIL block (round
-    197; loose is then ignored))."""
+    (round 182))."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
@@ -67,10 +66,6 @@ def facts(op: str, dtype: str, programs: int, warps: int, vectors: int, slots: i
             kind["ALIGNED"] = aligned
         if "TAIL" in kernel_fn.arg_names:  # a tensor's last elements past the view, apart (round 193; extra sets it)
             kind["TAIL"] = 0
-        if "EDGES" in kernel_fn.arg_names:  # rows of partial vectors without the loose block (round 197), a tail
-            kind["EDGES"] = edges
-        if edges:
-            kind.update(LOOSE=0, TAIL=triton.next_power_of_2(width))
         if lag:  # the tiles as a loop, no part descriptor (LOOSE and ALIGNED since round 173)
             signature = {"output_ptr": pointer, "input_ptr": pointer, "in_desc": desc, **scalars}
             kernel_fn, divisible = gs._tma_lag_fwd_kernel, (0, 1, 3)
@@ -112,14 +107,13 @@ def main(argv: list) -> None:
         parser.add_argument(f"--{name}", type=int, required=True)
     for name in ("maxnreg", "segments-block", "part-rows", "register-tiles", "poll-sleep"):
         parser.add_argument(f"--{name}", type=int, default=0)
-    for name in ("loose", "tile-loop", "aligned", "dynamic", "prefetch-next", "lag", "tma-store", "rows-dynamic",
-                 "edges"):
+    for name in ("loose", "tile-loop", "aligned", "dynamic", "prefetch-next", "lag", "tma-store", "rows-dynamic"):
         parser.add_argument(f"--{name}", action="store_true")
     args = parser.parse_args(argv)
     print(json.dumps(facts(args.op, args.dtype, args.programs, args.warps, args.vectors, args.slots, args.loose,
                            args.tile_loop, args.aligned, args.maxnreg, args.segments_block, args.part_rows,
                            args.dynamic, args.prefetch_next, args.register_tiles, args.poll_sleep, lag=args.lag,
-                           tma_store=args.tma_store, rows_dynamic=args.rows_dynamic, edges=args.edges)))
+                           tma_store=args.tma_store, rows_dynamic=args.rows_dynamic)))
 
 
 if __name__ == "__main__":

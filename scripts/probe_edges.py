@@ -9,8 +9,11 @@ start or end element by element. Three fresh inputs a shape at the sweep's size 
 alternating order, every output of both checked against float64 first (probe_trials.ab_trials; a ratio over 1: the
 working tree is faster).
 
-    git show HEAD~1:kernels/gluon_softmax.py > before_gs.py
+    cp kernels/gluon_softmax.py before_gs.py && git apply notes/probes/2026-11-27-round-197-edges.patch
     AB_BEFORE_GLUON=before_gs.py python scripts/probe_edges.py   # Hopper; $OUT/probe_edges.json
+
+EDGES lost (round 197, notes/kernels.md) and is not in kernels/: the patch holds it, its GPU tests and compile_tma's
+--edges. Its second form (round 197b, in the patch) writes the edge vectors before pass 2's loop.
 """
 import os
 import sys

@@ -439,9 +439,7 @@ def test_tma_stream_compiles_for_hopper_without_spills(op, dtype, rows, programs
     env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
     command = [sys.executable, "scripts/compile_tma.py", op, dtype, "--programs", str(programs), "--warps", str(warps),
                "--vectors", str(vectors), "--slots", str(slots), "--maxnreg", str(plan.maxnreg)]
-    # rows of partial vectors take EDGES on the tile loop (round 197), the loose block unrolled
-    command += [("--edges" if plan.tile_loop else "--loose")] * (rows == "loose")
-    command += ["--tile-loop"] * plan.tile_loop + ["--aligned"] * plan.aligned
+    command += ["--loose"] * (rows == "loose") + ["--tile-loop"] * plan.tile_loop + ["--aligned"] * plan.aligned
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600,
                           cwd=Path(__file__).resolve().parent.parent)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -490,7 +488,7 @@ def test_aligned_launches_compile_without_spills(dtype, rows, programs, slots, w
     env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
     command = [sys.executable, "scripts/compile_tma.py", "forward", dtype, "--programs", str(programs), "--warps",
                str(warps), "--vectors", str(vectors), "--slots", str(slots), "--tile-loop", "--aligned"]
-    done = subprocess.run(command + ["--edges"] * (rows == "loose"), env=env, capture_output=True, text=True,
+    done = subprocess.run(command + ["--loose"] * (rows == "loose"), env=env, capture_output=True, text=True,
                           timeout=600, cwd=Path(__file__).resolve().parent.parent)
     assert done.returncode == 0, done.stderr[-2000:]
     facts = json.loads(done.stdout)
@@ -613,49 +611,20 @@ def test_tail_past_the_view_matches_float64(n_rows, n_cols, dtype, programs, slo
 
 
 @on_hopper
-@pytest.mark.parametrize("n_rows,n_cols,dtype,tile_loop,tail,edges", [
-    (3, 100000, torch.bfloat16, True, 256, False), (4, 100000, torch.bfloat16, True, 0, False),
-    (3, 100001, torch.bfloat16, True, 256, True), (256, 100001, torch.bfloat16, True, 0, True),
-    (3, 100000, torch.float32, True, 128, False), (3, 100001, torch.float32, True, 128, True),
-    (3, 100001, torch.float32, False, 0, False)], ids=str)
-def test_tail_and_edges_where_they_belong(n_rows, n_cols, dtype, tile_loop, tail, edges):
-    """TAIL (the view row's lanes) wherever the unlagged launch's tensor is no whole number of view rows, for rows of
-    whole vectors and, on the tile loop, of partial vectors, which take EDGES there (256 x 100,001 bf16: whole view
-    rows, so EDGES without TAIL); the loose block only for rows of partial vectors unrolled (fp32 3 x 100,001)."""
+@pytest.mark.parametrize("n_rows,n_cols,dtype,tail", [(3, 100000, torch.bfloat16, 256), (4, 100000, torch.bfloat16, 0),
+                                                      (3, 100001, torch.bfloat16, 0), (3, 100000, torch.float32, 128)],
+                         ids=str)
+def test_tail_only_where_whole_vectors_miss_the_view(n_rows, n_cols, dtype, tail):
+    """TAIL (the view row's lanes) only for rows of whole vectors in a tensor no view row width divides, and then no
+    loose block; whole view rows (4 x 100,000) and rows of partial vectors (3 x 100,001) as before."""
     x = long_rows(n_rows, n_cols, dtype=dtype)
     launched = []
-    gs.tma_stream_forward(torch.empty_like(x), x, 4, 4, 6 * 8192, sm._max_polls(), tile_loop, programs_per_sm=4,
+    gs.tma_stream_forward(torch.empty_like(x), x, 4, 4, 6 * 8192, sm._max_polls(), True, programs_per_sm=4,
                           launch=lambda kernel, grid, *args, **kwargs: launched.append(kwargs))
     (kwargs,) = launched
-    assert (kwargs["TAIL"], kwargs["EDGES"]) == (tail, edges), kwargs
-    assert (kwargs["LOOSE"] > 0) == (n_cols % (16 // x.element_size()) > 0 and not tile_loop), kwargs
+    assert kwargs["TAIL"] == tail and (kwargs["LOOSE"] == 0 or not tail), kwargs
+    assert (kwargs["LOOSE"] > 0) == (n_cols % (16 // x.element_size()) > 0), kwargs
     forward_checked(x, expect_tma=True)
-
-
-# Rows of partial vectors on the tile loop (EDGES, round 197): no loose block; an item writes a vector that runs into
-# its row's next segment whole, and only the vectors across a row's start or end element by element. 3 x 100,001 in
-# each dtype and 1,342 x 100,001 bf16 (the sweep's: a tail past the view), 256 x 100,001 fp16 (whole view rows: no
-# tail), 7 x 65,541 bf16 (the fewest columns), 5 x 777,777 fp16 (many segments), 40 x 100,003 bf16 (rows at many
-# offsets); -inf in a row's first and last elements (the edge vectors), a last row of only -inf; cut evenly and on
-# view rows (ALIGNED: a row's last segment may be shorter than a vector, or empty), on both GPUs' 8 KB-slot launches,
-# waiting for siblings and with no wait at all (the cold path).
-EDGES_SHAPES = [(3, 100001, torch.float32), (3, 100001, torch.float16), (3, 100001, torch.bfloat16),
-                (1342, 100001, torch.bfloat16), (256, 100001, torch.float16), (7, 65541, torch.bfloat16),
-                (5, 777777, torch.float16), (40, 100003, torch.bfloat16)]
-
-
-@on_hopper
-@pytest.mark.parametrize("aligned", [False, True])
-@pytest.mark.parametrize("programs,slots,vectors,warps", [(4, 6, 4, 4), (4, 6, 2, 8), (6, 4, 4, 4)])
-@pytest.mark.parametrize("n_rows,n_cols,dtype", EDGES_SHAPES, ids=str)
-def test_edges_match_float64(n_rows, n_cols, dtype, programs, slots, vectors, warps, aligned):
-    x = long_rows(n_rows, n_cols, seed=6, dtype=dtype)
-    assert n_cols % (16 // x.element_size())
-    launch_checked(x, programs, slots, vectors, warps, aligned=aligned)
-    x[0, :5] = float("-inf")  # the head of the first row's first vector
-    x[n_rows // 2, -5:] = float("-inf")  # a row's foot
-    x[-1] = float("-inf")  # a last row of only -inf gives NaN, as torch
-    launch_checked(x, programs, slots, vectors, warps, aligned=aligned, equal_nan=True)
 
 
 @on_hopper
