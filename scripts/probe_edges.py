@@ -15,17 +15,15 @@ working tree is faster).
 EDGES lost (round 197, notes/kernels.md) and is not in kernels/: the patch holds it, its GPU tests and compile_tma's
 --edges. Its second form (round 197b, in the patch) writes the edge vectors before pass 2's loop.
 """
-import os
 import sys
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from probe_ab import module_from_source  # noqa: E402
 from probe_long_rows import save_results, softmax_reference, warm_up_gpu  # noqa: E402
-from probe_tma_instructions import with_gluon  # noqa: E402
-from probe_trials import ab_trials  # noqa: E402
+from probe_tma_instructions import before_gluon, with_gluon  # noqa: E402
+from probe_trials import ab_trials, forward_case  # noqa: E402
 
 from kernels import triton_softmax as sm  # noqa: E402
 
@@ -44,13 +42,17 @@ def copy_size_case(n: int, dtype: str):
     return m, (x,), 2 * x.numel() * x.element_size(), ref, scale
 
 
-if __name__ == "__main__":
+def main() -> None:
+    """EDGES against the loose block at both sizes, saved as $OUT/probe_edges.json."""
     warm_up_gpu()
     print(torch.cuda.get_device_name(), flush=True)
-    before = module_from_source("gluon_softmax_before", Path(os.environ["AB_BEFORE_GLUON"]).read_text())
+    loose_block = with_gluon(before_gluon(), sm.softmax_forward)
     results = []
-    ab_trials("EDGES (working tree) against the loose block, sweep's size", sm.softmax_forward, SHAPES, results,
-              baseline=with_gluon(before, sm.softmax_forward), trials=3)
-    ab_trials("EDGES (working tree) against the loose block, copy's size", sm.softmax_forward, COPY_SIZE, results,
-              baseline=with_gluon(before, sm.softmax_forward), trials=3, case=copy_size_case)
+    for size, shapes, case in (("sweep's", SHAPES, forward_case), ("copy's", COPY_SIZE, copy_size_case)):
+        ab_trials(f"EDGES (working tree) against the loose block, {size} size", sm.softmax_forward, shapes, results,
+                  baseline=loose_block, trials=3, case=case)
     save_results("probe_edges.json", results)
+
+
+if __name__ == "__main__":
+    main()

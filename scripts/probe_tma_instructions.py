@@ -30,6 +30,11 @@ SHAPES = [(100000, "float16"), (100001, "bfloat16"), (131072, "float16"), (26214
           (262144, "float32"), (777777, "float32"), (1048576, "float32")]
 
 
+def before_gluon():
+    """The gluon_softmax module at AB_BEFORE_GLUON (a file path), for an A/B in one process."""
+    return module_from_source("gluon_softmax_before", Path(os.environ["AB_BEFORE_GLUON"]).read_text())
+
+
 def with_gluon(module, run):
     """run with triton_softmax's tma-stream launches going to module."""
     def patched(*args):
@@ -68,7 +73,7 @@ def accuracy(before, shapes) -> list:
 if __name__ == "__main__":
     warm_up_gpu()
     print(torch.cuda.get_device_name(), flush=True)
-    before = module_from_source("gluon_softmax_before", Path(os.environ["AB_BEFORE_GLUON"]).read_text())
+    before = before_gluon()
     results = []
     ab_trials("working tree's gluon_softmax against the one before", sm.softmax_forward, SHAPES, results,
               baseline=with_gluon(before, sm.softmax_forward), trials=3)
