@@ -60,17 +60,25 @@ def _pack(hi, lo):
 
 
 @gluon.jit
-def _segment_span(row, segment, segment_cols, n_cols, W: gl.constexpr, ALIGNED: gl.constexpr, STEP: gl.constexpr):
+def _segment_span(row, segment, segment_cols, n_cols, W: gl.constexpr, ALIGNED: gl.constexpr, STEP: gl.constexpr,
+                  CUT: gl.constexpr = 0):
     """(flat index of the segment's first element, of its end). A row's segments are segment_cols columns, its last
     what is left; with ALIGNED, every segment but a row's first starts on a view row of W elements (segment_cols is
     then whole tiles), so that only a row's first segment straddles a view row, and a row's last segment may be
     empty (first == end). STEP: a number of elements every row start is a multiple of (VEC for rows of whole vectors),
-    which the compiler is told so that segment edges keep 16-byte stores."""
+    which the compiler is told so that segment edges keep 16-byte stores. CUT (without ALIGNED; rows of partial
+    vectors, segment_cols whole vectors): every segment but a row's first starts on a vector of CUT elements, its
+    first shorter by the row's offset in its first vector and its last longer by it, so that only a row's ends are
+    partial vectors (round 198)."""
     row_first = row * n_cols
     if ALIGNED:
         lead = row_first % W // STEP * STEP  # the row's offset in its first view row
         seg_start = gl.minimum(gl.maximum(segment * segment_cols - lead, 0), n_cols)
         seg_end = gl.minimum((segment + 1) * segment_cols - lead, n_cols)
+    elif CUT > 1:
+        lead = row_first % CUT  # the row's offset in its first vector
+        seg_start = gl.where(segment * segment_cols >= n_cols, n_cols, gl.maximum(segment * segment_cols - lead, 0))
+        seg_end = gl.where((segment + 1) * segment_cols >= n_cols, n_cols, (segment + 1) * segment_cols - lead)
     else:
         seg_start = segment * segment_cols
         seg_end = gl.minimum(seg_start + segment_cols, n_cols)
@@ -79,11 +87,11 @@ def _segment_span(row, segment, segment_cols, n_cols, W: gl.constexpr, ALIGNED: 
 
 @gluon.jit
 def _item_span(item, n_segments, segment_cols, n_cols, TILE: gl.constexpr, W: gl.constexpr,
-               ALIGNED: gl.constexpr = False, STEP: gl.constexpr = 1):
+               ALIGNED: gl.constexpr = False, STEP: gl.constexpr = 1, CUT: gl.constexpr = 0):
     """(row, flat index of the item's first element, of its end, of its first tile (rounded down to a view row of W
     elements), its number of tiles); the item's segment as _segment_span cuts it (an empty one has no tiles)."""
     row = item // n_segments
-    first, end = _segment_span(row, item - row * n_segments, segment_cols, n_cols, W, ALIGNED, STEP)
+    first, end = _segment_span(row, item - row * n_segments, segment_cols, n_cols, W, ALIGNED, STEP, CUT)
     tile_start = first // W * W
     n_tiles = gl.cdiv(end - tile_start, TILE)
     if ALIGNED:
@@ -218,7 +226,7 @@ def _with_loose(tiles_max, tiles_sum, loose_x):
 @gluon.jit
 def _row_max_inv_sum(input_ptr, slots_ptr, row, item, n_segments, segment_cols, n_cols, siblings, max_polls, offsets,
                      W: gl.constexpr, ALIGNED: gl.constexpr, STEP: gl.constexpr, TILE: gl.constexpr,
-                     VEC: gl.constexpr, layout: gl.constexpr, NUM_WARPS: gl.constexpr):
+                     VEC: gl.constexpr, layout: gl.constexpr, NUM_WARPS: gl.constexpr, CUT: gl.constexpr = 0):
     """(max, 1 / sum of exp(x - max)) of item's row from its segments' slots, re-read until every sibling has
     published; a sibling that is not running (the grid is not co-resident: max_polls spent) has its partial computed
     from global memory and published, so that the row's other segments find it too."""
@@ -226,7 +234,7 @@ def _row_max_inv_sum(input_ptr, slots_ptr, row, item, n_segments, segment_cols, 
     if _anywhere(missing, NUM_WARPS):
         for sibling in range(0, n_segments):
             if (sibling != item - row * n_segments) & _anywhere(_missing(packed, siblings, sibling), NUM_WARPS):
-                s_first, s_end = _segment_span(row, sibling, segment_cols, n_cols, W, ALIGNED, STEP)
+                s_first, s_end = _segment_span(row, sibling, segment_cols, n_cols, W, ALIGNED, STEP, CUT)
                 s_max, s_sum = _global_segment_max_sum(input_ptr, s_first, s_end, offsets, TILE, VEC, layout)
                 gl.atomic_xchg(slots_ptr + row * n_segments + sibling, _pack(s_max, s_sum), sem="relaxed")
         # every slot is written now: each warp re-reads its copy until it sees them all (one re-read, and a
@@ -373,6 +381,8 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
     # 1: an item's last tile is asked for apart, in part_desc's boxes; 0: as every other tile
     APART: gl.constexpr = 1 if part_desc.block_type.shape[0] < in_desc.block_type.shape[0] else 0
     STEP: gl.constexpr = VEC if LOOSE == 0 else 1  # rows of whole vectors start on a vector
+    # rows of partial vectors cut so that only a row's ends are partial vectors (round 198)
+    CUT: gl.constexpr = VEC if (LOOSE > 0) & (not ALIGNED) else 0
     layout: gl.constexpr = gl.BlockedLayout([1, VEC], [32, 1], [NUM_WARPS, 1], [1, 0])
     lanes: gl.constexpr = gl.BlockedLayout([1], [32], [NUM_WARPS], [0])
     smem = gl.allocate_shared_memory(dtype, [SLOTS] + in_desc.block_type.shape, in_desc.layout)
@@ -387,7 +397,8 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
     covered = n_rows * n_cols // W * W  # the elements the descriptor's whole view rows hold
     step = gl.num_programs(0)
     item = gl.program_id(0)
-    row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W, ALIGNED, STEP)
+    row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W, ALIGNED, STEP,
+                                                      CUT)
     for i in gl.static_range(SLOTS):
         if (i < n_tiles - APART) & (item < n_items):
             _issue_tile(in_desc, smem.index(i), bars.index(i), tile_start + i * TILE, W)
@@ -401,10 +412,13 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
     j = item * 0  # ROWS_DYNAMIC: the group's rows so far
     while item < n_items:
         row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W, ALIGNED,
-                                                          STEP)
+                                                          STEP, CUT)
         last = gl.minimum(end, covered)
-        if LOOSE > 0:
-            loose, loose_mask, loose_x = _load_loose(input_ptr, first, end, covered, VEC, LOOSE, lanes)
+        if LOOSE > 0:  # only an item with a partial vector at an end, or the tail, has any (round 198)
+            loose_here = (first % VEC != 0) | (last % VEC != 0) | (end > covered)
+            loose_x = gl.full([LOOSE], float("-inf"), gl.float32, layout=lanes)
+            if loose_here:
+                loose_x = _load_loose(input_ptr, first, end, covered, VEC, LOOSE, lanes)[2]
         if TAIL > 0:  # the tiles' bound: the view's whole rows end at covered
             end_in_tiles = last
         else:
@@ -425,7 +439,8 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
         phases = phases ^ ((1 << n_tiles) - 1)
         seg_max, seg_sum = _combine(vec_max, vec_sum)
         if LOOSE > 0:
-            seg_max, seg_sum = _with_loose(seg_max, seg_sum, loose_x)
+            if loose_here:
+                seg_max, seg_sum = _with_loose(seg_max, seg_sum, loose_x)
         if TAIL > 0:
             if end > covered:
                 tail, tail_mask, tail_x = _load_tail(input_ptr, covered, end, TAIL, lanes)
@@ -439,10 +454,12 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
             gl.atomic_xchg(slots_ptr + item, _pack(seg_max, seg_sum), sem="relaxed")
             row_max, inv_row_sum = _row_max_inv_sum(input_ptr, slots_ptr, row, item, n_segments, segment_cols, n_cols,
                                                     siblings, max_polls, offsets, W, ALIGNED, STEP, TILE, VEC, layout,
-                                                    NUM_WARPS)
+                                                    NUM_WARPS, CUT)
         if LOOSE > 0:
-            y_loose = (_exp(loose_x - row_max) * inv_row_sum).to(dtype)
-            gl.store(output_ptr + loose.to(gl.int64), y_loose, mask=loose_mask)
+            if loose_here:  # the offsets again rather than kept through both passes (registers)
+                loose, loose_mask = _loose_offsets(first, end, covered, VEC, LOOSE, lanes)
+                y_loose = (_exp(loose_x - row_max) * inv_row_sum).to(dtype)
+                gl.store(output_ptr + loose.to(gl.int64), y_loose, mask=loose_mask)
         if TAIL > 0:
             if end > covered:  # read again rather than kept: one item of the call has a tail
                 tail, tail_mask, tail_x = _load_tail(input_ptr, covered, end, TAIL, lanes)
@@ -453,7 +470,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
         else:
             next_item = item + step
         next_row, next_first, next_end, next_tile_start, next_tiles = _item_span(
-            next_item, n_segments, segment_cols, n_cols, TILE, W, ALIGNED, STEP)
+            next_item, n_segments, segment_cols, n_cols, TILE, W, ALIGNED, STEP, CUT)
         if next_item >= n_items:
             next_tiles = 0
         if TILE_LOOP:  # pass 2, from shared memory; the next item's tile i follows tile i, its last tile comes after

@@ -12,6 +12,10 @@ working tree is faster).
     cp kernels/gluon_softmax.py before_gs.py && git apply notes/probes/2026-11-27-round-197-edges.patch
     AB_BEFORE_GLUON=before_gs.py python scripts/probe_edges.py   # Hopper; $OUT/probe_edges.json
 
+Round 198 ran it as an A/B of the working tree against the module before it, labelled:
+    git show HEAD~1:kernels/gluon_softmax.py > before_gs.py
+    AB_BEFORE_GLUON=before_gs.py python scripts/probe_edges.py "vector cut"
+
 EDGES lost (round 197, notes/kernels.md) and is not in kernels/: the patch holds it, its GPU tests and compile_tma's
 --edges. Its second form (round 197b, in the patch) writes the edge vectors before pass 2's loop.
 """
@@ -42,17 +46,17 @@ def copy_size_case(n: int, dtype: str):
     return m, (x,), 2 * x.numel() * x.element_size(), ref, scale
 
 
-def main() -> None:
-    """EDGES against the loose block at both sizes, saved as $OUT/probe_edges.json."""
+def main(label: str) -> None:
+    """The working tree (label) against the module before at both sizes, saved as $OUT/probe_edges.json."""
     warm_up_gpu()
     print(torch.cuda.get_device_name(), flush=True)
-    loose_block = with_gluon(before_gluon(), sm.softmax_forward)
+    before = with_gluon(before_gluon(), sm.softmax_forward)
     results = []
     for size, shapes, case in (("sweep's", SHAPES, forward_case), ("copy's", COPY_SIZE, copy_size_case)):
-        ab_trials(f"EDGES (working tree) against the loose block, {size} size", sm.softmax_forward, shapes, results,
-                  baseline=loose_block, trials=3, case=case)
+        ab_trials(f"{label} (working tree) against the module before, {size} size", sm.softmax_forward, shapes,
+                  results, baseline=before, trials=3, case=case)
     save_results("probe_edges.json", results)
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1] if len(sys.argv) > 1 else "EDGES")

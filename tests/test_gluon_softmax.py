@@ -219,6 +219,35 @@ def test_aligned_segments_cover_the_row_within_the_slots(n_cols, elem_bytes, slo
     assert max(counts) == n_segments  # no row has a segment too few, and some row uses every one
 
 
+@pytest.mark.parametrize("n_cols", [65541, 65567, 100001, 100003, 150001, 200003, 777777])
+@pytest.mark.parametrize("elem_bytes,slots,warps,vectors", [(2, 6, 4, 4), (2, 6, 8, 2), (2, 8, 4, 4), (4, 5, 4, 4)])
+def test_vector_cut_leaves_partial_vectors_only_at_a_rows_ends(n_cols, elem_bytes, slots, warps, vectors):
+    """Rows of partial vectors cut evenly (the kernel's CUT, round 198): for rows at every offset in a view row, as
+    _segment_span computes them, a row's segments follow one another from its first column to its last, every one
+    after the first starts on a 16-byte vector, so that only a row's first and last segments hold partial vectors,
+    and each fits the launch's slots at its offset in a view row (65,567: the segments' columns exceed the row's by
+    one, so a row's last segment takes more than segment_cols)."""
+    vec, width = 16 // elem_bytes, 512 // elem_bytes
+    tile = warps * 32 * vectors * 16 // elem_bytes
+    n_segments, segment_cols, planned = gs._segments(n_cols, tile, slots * tile * elem_bytes, elem_bytes, width)
+    assert n_cols % vec and segment_cols % vec == 0 and planned <= slots
+    longer_last = False
+    for row in range(2 * width):
+        row_first, lead = row * n_cols, row * n_cols % vec
+        edge = row_first
+        for segment in range(n_segments):  # as _segment_span computes them with CUT
+            first = row_first + (n_cols if segment * segment_cols >= n_cols else max(segment * segment_cols - lead, 0))
+            end = row_first + (n_cols if (segment + 1) * segment_cols >= n_cols else (segment + 1) * segment_cols - lead)
+            assert first == edge and end > first, (row, segment)
+            edge = end
+            assert first % vec == 0 or segment == 0
+            assert end % vec == 0 or segment == n_segments - 1
+            assert -(-(end - first // width * width) // tile) <= planned, (row, segment)
+            longer_last |= end - first > segment_cols
+        assert edge == row_first + n_cols
+    assert longer_last == (n_segments * segment_cols - n_cols < vec - 1)
+
+
 @pytest.mark.parametrize("n_cols,tile_loop,apart", [(100000, False, True), (100001, False, True),
                                                      (777777, False, False), (131072, False, False),
                                                      (1 << 20, False, False), (100000, True, False)])
@@ -549,14 +578,16 @@ def test_two_byte_rows_off_view_rows_take_their_gpus_row():
 
 # Both GPUs' 8 KB tiles (3 programs of 8 slots on 4 warps, 4 of 6 on 8 or on 4, 5 of 5 and 6 of 4 on 4) on either
 # GPU, waiting for siblings and with no wait at all (the cold path, as in the test above): rows of partial vectors
-# (300 x 100,001 fp16 and fp32; 8 x 777,777 bf16, 14-39 segments a row), of whole vectors off view rows (300 x 100,000
+# (300 x 100,001 fp16 and fp32; 8 x 777,777 bf16, 14-39 segments a row; 64 x 65,567 bf16, whose rows' last segments
+# run past segment_cols under round 198's cut; 40 x 100,003 fp16), of whole vectors off view rows (300 x 100,000
 # bf16 and fp32: even segments) and of whole view rows (4 x 1M fp16: 32-64 segments).
 @on_hopper
 @pytest.mark.parametrize("programs,slots,vectors,warps", [(3, 8, 4, 4), (4, 6, 2, 8), (4, 6, 4, 4), (5, 5, 4, 4),
                                                          (6, 4, 4, 4)])
 @pytest.mark.parametrize("n_rows,n_cols,dtype", [(300, 100001, torch.float16), (8, 777777, torch.bfloat16),
                                                  (300, 100000, torch.bfloat16), (4, 1 << 20, torch.float16),
-                                                 (300, 100001, torch.float32), (300, 100000, torch.float32)], ids=str)
+                                                 (300, 100001, torch.float32), (300, 100000, torch.float32),
+                                                 (64, 65567, torch.bfloat16), (40, 100003, torch.float16)], ids=str)
 def test_narrow_tiles_match_float64(n_rows, n_cols, dtype, programs, slots, vectors, warps):
     launch_checked(long_rows(n_rows, n_cols, seed=3, dtype=dtype), programs, slots, vectors, warps, aligned=False)
 
