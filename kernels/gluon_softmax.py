@@ -359,7 +359,8 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
                            max_polls, rows_cap, TILE: gl.constexpr, SLOTS: gl.constexpr, VEC: gl.constexpr,
                            SEGMENTS_BLOCK: gl.constexpr, NUM_WARPS: gl.constexpr, LOOSE: gl.constexpr,
                            TILE_LOOP: gl.constexpr, ALIGNED: gl.constexpr = False,
-                           ROWS_DYNAMIC: gl.constexpr = False, TAIL: gl.constexpr = 0):
+                           ROWS_DYNAMIC: gl.constexpr = False, TAIL: gl.constexpr = 0,
+                           LOOSE_WHERE: gl.constexpr = False):
     """Two-pass online softmax of (row, segment) items program_id, program_id + num_programs, ... of a contiguous
     [n_rows, n_cols] input of any row length; a segment is at most SLOTS tiles of TILE elements, held in shared
     memory from its load to its write. Tiles reduce and store only their whole 16-byte vectors; the few loose
@@ -375,7 +376,10 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
     num_programs-th item, so that the groups of programs launched first, which run faster, take more rows and the
     groups end together (round 182). TAIL (with LOOSE 0: rows of whole vectors in a tensor that is not whole view
     rows): the lanes of a block for the tensor's last elements, past its last whole view row, which only the item
-    that holds them reads and writes apart, under a branch (round 193: the LOOSE block cost every item 3-7%)."""
+    that holds them reads and writes apart, under a branch (round 193: the LOOSE block cost every item 3-7%).
+    Rows of partial vectors cut evenly start every segment but a row's first on a vector (_segment_span's CUT), so
+    that only a row's ends are partial vectors; LOOSE_WHERE runs the block's loads, fold and stores only in an item
+    that has loose elements (round 198: the block costs an item as a whole, round 196)."""
     dtype: gl.constexpr = in_desc.dtype
     W: gl.constexpr = in_desc.block_type.shape[1]
     # 1: an item's last tile is asked for apart, in part_desc's boxes; 0: as every other tile
@@ -414,8 +418,8 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
         row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W, ALIGNED,
                                                           STEP, CUT)
         last = gl.minimum(end, covered)
-        if LOOSE > 0:  # only an item with a partial vector at an end, or the tail, has any (round 198)
-            loose_here = (first % VEC != 0) | (last % VEC != 0) | (end > covered)
+        if LOOSE > 0:  # LOOSE_WHERE: only an item with a partial vector at an end, or the tail (round 198)
+            loose_here = (first % VEC != 0) | (last % VEC != 0) | (end > covered) | (not LOOSE_WHERE)
             loose_x = gl.full([LOOSE], float("-inf"), gl.float32, layout=lanes)
             if loose_here:
                 loose_x = _load_loose(input_ptr, first, end, covered, VEC, LOOSE, lanes)[2]
@@ -1153,10 +1157,20 @@ def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int
     shape = _launch_shape(x, vectors_per_thread, num_warps, segment_bytes, width, programs_per_sm, aligned=aligned,
                           rows_dynamic=rows_dynamic)
     part_rows = part_rows or _last_tile_part_rows(shape.segment_cols, shape.constexprs["TILE"], width, tile_loop)
+    # the block only where an item has loose elements: always with the even cut (only a row's first and last items
+    # have any), on view rows only for rows of many segments (round 198: rows of 17-62 gained 1.3-3.4%, of 9-13
+    # lost 3-5%)
+    loose_where = bool(loose) and (not aligned or shape.n_segments >= LOOSE_WHERE_MIN_SEGMENTS)
     launch(_tma_stream_fwd_kernel, shape.grid, y, x, shape.descriptor(x), shape.descriptor(x, part_rows),
            shape.slots, *x.shape, shape.n_segments, shape.segment_cols, max_polls, shape.rows_cap,
            LOOSE=0 if tail else loose, TILE_LOOP=tile_loop, ALIGNED=aligned, ROWS_DYNAMIC=shape.rows_cap > 0,
-           TAIL=tail, **shape.constexprs)
+           TAIL=tail, LOOSE_WHERE=loose_where, **shape.constexprs)
+
+
+# Rows cut on view rows (ALIGNED) of at least this many segments run the loose block only where an item has loose
+# elements (the kernel's LOOSE_WHERE): on an H200 rows of 17 segments and more gained 1.3-3.4% by it, of 9-13 lost 3-5%
+# (round 198, notes/probes/2026-11-27-h200-vector-cut*.json).
+LOOSE_WHERE_MIN_SEGMENTS = 16
 
 
 def tma_stream_backward(dx: torch.Tensor, y: torch.Tensor, dy: torch.Tensor, vectors_per_thread: int, num_warps: int,

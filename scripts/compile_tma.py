@@ -66,6 +66,8 @@ def facts(op: str, dtype: str, programs: int, warps: int, vectors: int, slots: i
             kind["ALIGNED"] = aligned
         if "TAIL" in kernel_fn.arg_names:  # a tensor's last elements past the view, apart (round 193; extra sets it)
             kind["TAIL"] = 0
+        if "LOOSE_WHERE" in kernel_fn.arg_names:  # the loose block only where an item has any (round 198; extra
+            kind["LOOSE_WHERE"] = loose  # turns it off, as the launcher does for rows of few aligned segments)
         if lag:  # the tiles as a loop, no part descriptor (LOOSE and ALIGNED since round 173)
             signature = {"output_ptr": pointer, "input_ptr": pointer, "in_desc": desc, **scalars}
             kernel_fn, divisible = gs._tma_lag_fwd_kernel, (0, 1, 3)

@@ -46,17 +46,21 @@ def copy_size_case(n: int, dtype: str):
     return m, (x,), 2 * x.numel() * x.element_size(), ref, scale
 
 
-def main(label: str) -> None:
-    """The working tree (label) against the module before at both sizes, saved as $OUT/probe_edges.json."""
+def main(label: str, shapes: list) -> None:
+    """The working tree (label) against the module before at both sizes (only the sweep's for shapes given as
+    N:dtype), saved as $OUT/probe_edges.json."""
     warm_up_gpu()
     print(torch.cuda.get_device_name(), flush=True)
     before = with_gluon(before_gluon(), sm.softmax_forward)
     results = []
-    for size, shapes, case in (("sweep's", SHAPES, forward_case), ("copy's", COPY_SIZE, copy_size_case)):
+    plan = [("sweep's", SHAPES, forward_case), ("copy's", COPY_SIZE, copy_size_case)]
+    if shapes:
+        plan = [("sweep's", [(int(n), dtype) for n, dtype in (shape.split(":") for shape in shapes)], forward_case)]
+    for size, shapes, case in plan:
         ab_trials(f"{label} (working tree) against the module before, {size} size", sm.softmax_forward, shapes,
                   results, baseline=before, trials=3, case=case)
     save_results("probe_edges.json", results)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "EDGES")
+    main(sys.argv[1] if len(sys.argv) > 1 else "EDGES", sys.argv[2:])

@@ -619,6 +619,25 @@ def test_aligned_segments_match_float64(n_rows, n_cols, dtype, programs, slots, 
     launch_checked(long_rows(n_rows, n_cols, seed=4, dtype=dtype), programs, slots, vectors, warps, aligned=True)
 
 
+@on_hopper
+@pytest.mark.parametrize("n_cols,dtype,aligned,loose_where", [
+    (100001, torch.bfloat16, False, True), (100000, torch.bfloat16, False, False),
+    (200003, torch.float16, True, False), (777777, torch.bfloat16, True, True), (131072, torch.float16, True, False)],
+    ids=str)
+def test_the_loose_block_runs_only_where_it_pays(n_cols, dtype, aligned, loose_where):
+    """LOOSE_WHERE (round 198): the block only in items with loose elements for rows of partial vectors cut evenly
+    (100,001: only a row's first and last items have any) and for rows cut on view rows into 16 segments or more
+    (777,777: 48 on 6 programs of 4 slots); rows of 13 (200,003) keep it in every item, rows of whole vectors have
+    none. Right either way."""
+    x = long_rows(8, n_cols, seed=7, dtype=dtype)
+    launched = []
+    gs.tma_stream_forward(torch.empty_like(x), x, 4, 4, 4 * 8192, sm._max_polls(), True, programs_per_sm=6,
+                          aligned=aligned, launch=lambda kernel, grid, *args, **kwargs: launched.append(kwargs))
+    (kwargs,) = launched
+    assert kwargs["LOOSE_WHERE"] == loose_where, kwargs
+    launch_checked(x, 6, 4, 4, 4, aligned=aligned)
+
+
 # Rows of whole vectors in a tensor no view row width divides (round 193): the last elements, past the descriptor's
 # last whole view row, are read and written apart by the one item that holds them (TAIL), the tiles bounded at the
 # view's end, and no item carries the block of loose elements. 3 x 100,000 in each dtype (224 elements past the view
