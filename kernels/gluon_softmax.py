@@ -360,7 +360,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
                            SEGMENTS_BLOCK: gl.constexpr, NUM_WARPS: gl.constexpr, LOOSE: gl.constexpr,
                            TILE_LOOP: gl.constexpr, ALIGNED: gl.constexpr = False,
                            ROWS_DYNAMIC: gl.constexpr = False, TAIL: gl.constexpr = 0,
-                           LOOSE_WHERE: gl.constexpr = False, REFILL_PAIRS: gl.constexpr = False):
+                           LOOSE_WHERE: gl.constexpr = False):
     """Two-pass online softmax of (row, segment) items program_id, program_id + num_programs, ... of a contiguous
     [n_rows, n_cols] input of any row length; a segment is at most SLOTS tiles of TILE elements, held in shared
     memory from its load to its write. Tiles reduce and store only their whole 16-byte vectors; the few loose
@@ -481,16 +481,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
             for t in range(n_tiles):
                 _write_tile(output_ptr, smem, t, offsets, vector_starts, row_max, inv_row_sum, tile_start, first,
                             end_in_tiles, last, dtype, TILE, VEC, LOOSE, layout)
-                if REFILL_PAIRS:  # round 199: one barrier for two slots' refills
-                    if ((t % 2) == 1) | (t == n_tiles - 1):
-                        fence_async_shared()
-                        _cta_barrier()
-                        if ((t % 2) == 1) & (t - 1 < next_tiles - APART):
-                            _issue_tile(in_desc, smem.index(t - 1), bars.index(t - 1),
-                                        next_tile_start + (t - 1) * TILE, W)
-                        if t < next_tiles - APART:
-                            _issue_tile(in_desc, smem.index(t), bars.index(t), next_tile_start + t * TILE, W)
-                elif t < next_tiles - APART:
+                if t < next_tiles - APART:
                     _refill(in_desc, smem, bars, t, next_tile_start, TILE, W)
             for t in range(n_tiles, next_tiles - APART):
                 _refill(in_desc, smem, bars, t, next_tile_start, TILE, W)
@@ -1173,10 +1164,7 @@ def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int
     launch(_tma_stream_fwd_kernel, shape.grid, y, x, shape.descriptor(x), shape.descriptor(x, part_rows),
            shape.slots, *x.shape, shape.n_segments, shape.segment_cols, max_polls, shape.rows_cap,
            LOOSE=0 if tail else loose, TILE_LOOP=tile_loop, ALIGNED=aligned, ROWS_DYNAMIC=shape.rows_cap > 0,
-           TAIL=tail, LOOSE_WHERE=loose_where, REFILL_PAIRS=REFILL_PAIRS and tile_loop, **shape.constexprs)
-
-
-REFILL_PAIRS = True  # round 199's probe
+           TAIL=tail, LOOSE_WHERE=loose_where, **shape.constexprs)
 
 
 # Rows cut on view rows (ALIGNED) of at least this many segments run the loose block only where an item has loose
