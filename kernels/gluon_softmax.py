@@ -311,16 +311,8 @@ def _write_tile(output_ptr, smem, i, offsets, vector_starts, row_max, inv_row_su
                 dtype: gl.constexpr, TILE: gl.constexpr, VEC: gl.constexpr, LOOSE: gl.constexpr,
                 layout: gl.constexpr):
     """Pass 2 of slot i: store the softmax of the tile's elements (_in_tiles)."""
-    _store_tile(output_ptr, _tile(smem, i, dtype, TILE, VEC, layout), i, offsets, vector_starts, row_max, inv_row_sum,
-                tile_start, first, end, last, dtype, TILE, VEC, LOOSE)
-
-
-@gluon.jit
-def _store_tile(output_ptr, x, i, offsets, vector_starts, row_max, inv_row_sum, tile_start, first, end, last,
-                dtype: gl.constexpr, TILE: gl.constexpr, VEC: gl.constexpr, LOOSE: gl.constexpr):
-    """Store the softmax of tile i's elements (_in_tiles), read from its slot as x (float32)."""
     tile_lo = tile_start + i * TILE
-    y = _exp(x - row_max) * inv_row_sum
+    y = _exp(_tile(smem, i, dtype, TILE, VEC, layout) - row_max) * inv_row_sum
     mask = _in_tiles(tile_lo, offsets, vector_starts, first, end, last, VEC, LOOSE)
     gl.store(output_ptr + (tile_lo + offsets).to(gl.int64), y.to(dtype), mask=mask)
 
@@ -487,13 +479,10 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
             next_tiles = 0
         if TILE_LOOP:  # pass 2, from shared memory; the next item's tile i follows tile i, its last tile comes after
             for t in range(n_tiles):
-                # the slot read into registers, then refilled, then the tile computed and stored: the next item's
-                # tile is asked for a tile's arithmetic and stores sooner (round 200)
-                x = _tile(smem, t, dtype, TILE, VEC, layout)
+                _write_tile(output_ptr, smem, t, offsets, vector_starts, row_max, inv_row_sum, tile_start, first,
+                            end_in_tiles, last, dtype, TILE, VEC, LOOSE, layout)
                 if t < next_tiles - APART:
                     _refill(in_desc, smem, bars, t, next_tile_start, TILE, W)
-                _store_tile(output_ptr, x, t, offsets, vector_starts, row_max, inv_row_sum, tile_start, first,
-                            end_in_tiles, last, dtype, TILE, VEC, LOOSE)
             for t in range(n_tiles, next_tiles - APART):
                 _refill(in_desc, smem, bars, t, next_tile_start, TILE, W)
         else:
