@@ -9,12 +9,15 @@ start or end element by element. Three fresh inputs a shape at the sweep's size 
 alternating order, every output of both checked against float64 first (probe_trials.ab_trials; a ratio over 1: the
 working tree is faster).
 
+    # the patch is against f1e116f's kernels/, compile_tma.py and GPU tests (the kernel of 78992fd)
+    git checkout f1e116f -- kernels/gluon_softmax.py scripts/compile_tma.py tests/test_gluon_softmax.py
     cp kernels/gluon_softmax.py before_gs.py && git apply notes/probes/2026-11-27-round-197-edges.patch
     AB_BEFORE_GLUON=before_gs.py python scripts/probe_edges.py   # Hopper; $OUT/probe_edges.json
 
-Round 198 ran it as an A/B of the working tree against the module before it, labelled:
-    git show HEAD~1:kernels/gluon_softmax.py > before_gs.py
-    AB_BEFORE_GLUON=before_gs.py python scripts/probe_edges.py "vector cut"
+Rounds 198-200 ran it as an A/B of the working tree against the kernel before it, labelled, with N:dtype shapes
+for the sweep's size alone:
+    git show 78992fd:kernels/gluon_softmax.py > before_gs.py   # round 198; af4592b's for rounds 199-200
+    AB_BEFORE_GLUON=before_gs.py python scripts/probe_edges.py "vector cut" [100001:bfloat16 ...]
 
 EDGES lost (round 197, notes/kernels.md) and is not in kernels/: the patch holds it, its GPU tests and compile_tma's
 --edges. Its second form (round 197b, in the patch) writes the edge vectors before pass 2's loop.
@@ -56,8 +59,8 @@ def main(label: str, shapes: list) -> None:
     plan = [("sweep's", SHAPES, forward_case), ("copy's", COPY_SIZE, copy_size_case)]
     if shapes:
         plan = [("sweep's", [(int(n), dtype) for n, dtype in (shape.split(":") for shape in shapes)], forward_case)]
-    for size, shapes, case in plan:
-        ab_trials(f"{label} (working tree) against the module before, {size} size", sm.softmax_forward, shapes,
+    for size, cases, case in plan:
+        ab_trials(f"{label} (working tree) against the module before, {size} size", sm.softmax_forward, cases,
                   results, baseline=before, trials=3, case=case)
     save_results("probe_edges.json", results)
 

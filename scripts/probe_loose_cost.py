@@ -7,7 +7,9 @@ memory, folds them into its partial (two reductions across the warps) and stores
 leaves parts out: 1 the loads, 2 the stores, 4 the fold, 7 all three. Those outputs are wrong and only timed; the
 product's launch (ABLATE 0) is checked against float64 on every element first, as are 100,000's rows, timed beside
 it as the launch with no loose block at all. Every variant is timed twice, in reversed order the second time, as
-build.py --run times (CUDA-graph replays, L2 flushed). Usage on a CUDA machine (writes $OUT/probe_loose_cost.json):
+build.py --run times (CUDA-graph replays, L2 flushed). Usage on a CUDA machine (writes $OUT/probe_loose_cost.json;
+the patch is against f1e116f's kernel, that of 78992fd, before round 198's CUT and LOOSE_WHERE):
+    git checkout f1e116f -- kernels/gluon_softmax.py
     git apply notes/probes/2026-11-27-round-196-ablate.patch && python scripts/probe_loose_cost.py
 """
 import statistics
