@@ -28,12 +28,10 @@ from typing import Callable, NamedTuple
 
 import torch
 import triton
-import triton.language as tl
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-from triton.language.extra.cuda import gdc_launch_dependents
 
 # ----------------------------------------------------------------------------------------------
 # Layer 1: the kernel
@@ -44,23 +42,6 @@ _cta_barrier = gl.thread_barrier if hasattr(gl, "thread_barrier") else gl.barrie
 
 
 LOG2E: gl.constexpr = gl.constexpr(1.4426950408889634)
-
-
-@triton.jit
-def _zero_slots_kernel(slots_ptr, n_slots, BLOCK: tl.constexpr):
-    """Zero the exchange's slots; the launch that follows (PDL) may start at once, its programs' first loads
-    overlapping this kernel, since it waits for it (_await_zeroed_slots) only before it first touches a slot."""
-    gdc_launch_dependents()
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    tl.store(slots_ptr + offsets, tl.zeros([BLOCK], tl.int64), mask=offsets < n_slots)
-
-
-@gluon.jit
-def _await_zeroed_slots(PDL: gl.constexpr):
-    """With PDL (launched as a programmatic dependent of _zero_slots_kernel): wait until that kernel has finished and
-    its zeros are visible; a no-op otherwise."""
-    if PDL:
-        gl.inline_asm_elementwise("griddepcontrol.wait; // $0", "=r", [], dtype=gl.int32, is_pure=False, pack=1)
 
 
 @gluon.jit
@@ -379,7 +360,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
                            SEGMENTS_BLOCK: gl.constexpr, NUM_WARPS: gl.constexpr, LOOSE: gl.constexpr,
                            TILE_LOOP: gl.constexpr, ALIGNED: gl.constexpr = False,
                            ROWS_DYNAMIC: gl.constexpr = False, TAIL: gl.constexpr = 0,
-                           LOOSE_WHERE: gl.constexpr = False, PDL: gl.constexpr = False):
+                           LOOSE_WHERE: gl.constexpr = False):
     """Two-pass online softmax of (row, segment) items program_id, program_id + num_programs, ... of a contiguous
     [n_rows, n_cols] input of any row length; a segment is at most SLOTS tiles of TILE elements, held in shared
     memory from its load to its write. Tiles reduce and store only their whole 16-byte vectors; the few loose
@@ -428,7 +409,6 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
     if APART & (item < n_items) & ((n_tiles > 0) | (not ALIGNED)):
         _issue_last_tile(in_desc, part_desc, smem, bars, n_tiles - 1, tile_start + (n_tiles - 1) * TILE, end, TILE,
                          SLOTS, W)
-    _await_zeroed_slots(PDL)  # the first tiles are asked for; the slots come next
     phases = item * 0  # bit i: the phase slot i's barrier completes next
     group = item // n_segments  # ROWS_DYNAMIC: the programs of a row, in step at its exchange
     segment = item - group * n_segments
@@ -549,7 +529,7 @@ def _lag_stats(input_ptr, smem, bars, base, phases, tile_start, n_tiles, first, 
 def _tma_lag_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_cols, n_segments, segment_cols,
                         max_polls, TILE: gl.constexpr, SLOTS: gl.constexpr, VEC: gl.constexpr,
                         SEGMENTS_BLOCK: gl.constexpr, NUM_WARPS: gl.constexpr, LOOSE: gl.constexpr = 0,
-                        ALIGNED: gl.constexpr = False, PDL: gl.constexpr = False):
+                        ALIGNED: gl.constexpr = False):
     """_tma_stream_fwd_kernel's softmax (the tiles as a loop; its LOOSE elements and ALIGNED cut), each
     item finished one step late, as _tma_lag_bwd_kernel's backward: two items a program in two groups of SLOTS slots,
     item k + 1's pass 1 and partial before item k waits for its row, item k's pass 2 refilling its group with item
@@ -582,7 +562,6 @@ def _tma_lag_fwd_kernel(output_ptr, input_ptr, in_desc, slots_ptr, n_rows, n_col
     if second < n_items:
         for t in range(s_tiles):
             _issue_tile(in_desc, smem.index(SLOTS + t), bars.index(SLOTS + t), s_tile_start + t * TILE, W)
-    _await_zeroed_slots(PDL)
     phases = item * 0  # bit i: the phase slot i's barrier completes next
     seg_max, seg_sum = _lag_stats(input_ptr, smem, bars, 0, phases, tile_start, n_tiles, first, end, covered, offsets,
                                   vector_starts, dtype, TILE, VEC, LOOSE, layout, lanes)
@@ -714,7 +693,7 @@ def _load_block(output_ptr, grad_output_ptr, flat, end, live):
 def _tma_stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, y_desc, dy_desc, slots_ptr, n_rows, n_cols,
                            n_segments, segment_cols, max_polls, TILE: gl.constexpr, SLOTS: gl.constexpr,
                            VEC: gl.constexpr, ALIGN: gl.constexpr, SEGMENTS_BLOCK: gl.constexpr,
-                           NUM_WARPS: gl.constexpr, REG: gl.constexpr = 0, PDL: gl.constexpr = False):
+                           NUM_WARPS: gl.constexpr, REG: gl.constexpr = 0):
     """The backward dx = y * (dy - sum(y * dy)) of contiguous [n_rows, n_cols] y and dy on tma-stream's plan: each
     (row, segment) item's y and dy (at most SLOTS tiles of each) held in shared memory from their load to dx's write,
     the segments' dots exchanged through slots, the next item's tiles asked for as this item's are written. REG > 0
@@ -744,7 +723,6 @@ def _tma_stream_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, y_desc, 
             _issue_pair(y_desc, dy_desc, y_smem.index(i), dy_smem.index(i), bars.index(i), tile_start + i * TILE, W)
     if REG > 0:
         block_y, block_dy = _load_block(output_ptr, grad_output_ptr, first + block_offsets, end, item < n_items)
-    _await_zeroed_slots(PDL)
     phases = item * 0  # bit i: the phase slot i's barrier completes next
     for item in range(gl.program_id(0), n_items, step):
         row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W)
@@ -822,7 +800,7 @@ def _lag_dot(y_smem, dy_smem, bars, base, phases, tile_start, n_tiles, first, en
 def _tma_lag_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, y_desc, dy_desc, slots_ptr, n_rows, n_cols,
                         n_segments, segment_cols, max_polls, TILE: gl.constexpr, SLOTS: gl.constexpr,
                         VEC: gl.constexpr, ALIGN: gl.constexpr, SEGMENTS_BLOCK: gl.constexpr,
-                        NUM_WARPS: gl.constexpr, PDL: gl.constexpr = False):
+                        NUM_WARPS: gl.constexpr):
     """_tma_stream_bwd_kernel's backward, each item finished one step late: a program holds two items, each in its
     own group of SLOTS slot pairs, and runs item k + 1's pass 1 and publishes its dot before item k waits for its
     row's total, so that a whole pass 1 stands between publishing an item and needing its row; item k's pass 2 then
@@ -848,7 +826,6 @@ def _tma_lag_bwd_kernel(grad_input_ptr, output_ptr, grad_output_ptr, y_desc, dy_
     s_row, s_first, s_end, s_tile_start, s_tiles = _item_span(second, n_segments, segment_cols, n_cols, TILE, W)
     if second < n_items:
         _lag_issue(y_desc, dy_desc, y_smem, dy_smem, bars, SLOTS, s_tile_start, s_tiles, SLOTS, TILE, W)
-    _await_zeroed_slots(PDL)
     phases = item * 0  # bit i: the phase slot i's barrier completes next
     dot = _lag_dot(y_smem, dy_smem, bars, 0, phases, tile_start, n_tiles, first, end, offsets, dtype, TILE, SLOTS, VEC,
                    layout)
@@ -1080,30 +1057,14 @@ def _rows_cap(n_rows: int, n_groups: int) -> int:
 
 
 class _Launch(NamedTuple):
-    """What both directions' launches share: the grid, the segments, the slots' count and the constexprs (PDL
-    and launch_pdl where the kernel exchanges through slots: _slots)."""
+    """What both directions' launches share: the grid, the segments, the zeroed slots and the constexprs."""
     grid: tuple
     n_segments: int
     segment_cols: int
-    n_slots: int
+    slots: torch.Tensor
     descriptor: Callable[[torch.Tensor], TensorDescriptor]
     constexprs: dict
     rows_cap: int = 0  # rows a group may take from the counter (the forward's ROWS_DYNAMIC), 0: not from it
-
-
-# Slots a program of _zero_slots_kernel zeroes.
-ZERO_BLOCK = 1024
-
-
-def _slots(shape, device: torch.device) -> torch.Tensor:
-    """The slots of shape (a _Launch), to be passed to its launch at once: zeroed by _zero_slots_kernel where the
-    kernel exchanges (its PDL), so that the launch, as that kernel's programmatic dependent (launch_pdl), starts
-    while they are zeroed, where a memset node would hold it until the memset ends (round 201)."""
-    words = torch.empty(shape.n_slots, dtype=torch.int64, device=device)
-    if shape.constexprs["PDL"]:
-        _zero_slots_kernel[(triton.cdiv(shape.n_slots, ZERO_BLOCK),)](words, shape.n_slots, BLOCK=ZERO_BLOCK,
-                                                                       num_warps=4)
-    return words
 
 
 def _launch_shape(t: torch.Tensor, vectors_per_thread: int, num_warps: int, segment_bytes: int, width: int,
@@ -1143,11 +1104,11 @@ def _launch_shape(t: torch.Tensor, vectors_per_thread: int, num_warps: int, segm
     n_slots = n_rows * n_segments if n_segments > 1 else 1
     if rows_cap:
         n_slots = n_rows * n_segments + 1 + n_groups * rows_cap
-    pdl = n_slots > 1  # a kernel that touches no slot needs none zeroed, and waits for nothing
     return _Launch(
-        grid=(grid,), n_segments=n_segments, segment_cols=segment_cols, n_slots=n_slots,
+        grid=(grid,), n_segments=n_segments, segment_cols=segment_cols,
+        slots=torch.zeros(n_slots, dtype=torch.int64, device=t.device),
         descriptor=descriptor, rows_cap=rows_cap,
-        constexprs=dict(TILE=tile, SLOTS=slots, VEC=16 // elem, PDL=pdl, launch_pdl=pdl,
+        constexprs=dict(TILE=tile, SLOTS=slots, VEC=16 // elem,
                         SEGMENTS_BLOCK=max(2, triton.next_power_of_2(n_segments)), NUM_WARPS=num_warps,
                         num_warps=num_warps, **({"REG": register_tiles * tile} if register_cut else {}),
                         **({"maxnreg": maxnreg} if maxnreg else {})))
@@ -1190,8 +1151,8 @@ def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int
     if lag:
         shape = _launch_shape(x, vectors_per_thread, num_warps, segment_bytes // 2, width, programs_per_sm, tensors=2,
                               aligned=aligned)
-        launch(_tma_lag_fwd_kernel, shape.grid, y, x, shape.descriptor(x), _slots(shape, x.device), *x.shape,
-               shape.n_segments, shape.segment_cols, max_polls, LOOSE=loose, ALIGNED=aligned, **shape.constexprs)
+        launch(_tma_lag_fwd_kernel, shape.grid, y, x, shape.descriptor(x), shape.slots, *x.shape, shape.n_segments,
+               shape.segment_cols, max_polls, LOOSE=loose, ALIGNED=aligned, **shape.constexprs)
         return
     shape = _launch_shape(x, vectors_per_thread, num_warps, segment_bytes, width, programs_per_sm, aligned=aligned,
                           rows_dynamic=rows_dynamic)
@@ -1201,7 +1162,7 @@ def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int
     # lost 3-5%)
     loose_where = bool(loose) and (not aligned or shape.n_segments >= LOOSE_WHERE_MIN_SEGMENTS)
     launch(_tma_stream_fwd_kernel, shape.grid, y, x, shape.descriptor(x), shape.descriptor(x, part_rows),
-           _slots(shape, x.device), *x.shape, shape.n_segments, shape.segment_cols, max_polls, shape.rows_cap,
+           shape.slots, *x.shape, shape.n_segments, shape.segment_cols, max_polls, shape.rows_cap,
            LOOSE=0 if tail else loose, TILE_LOOP=tile_loop, ALIGNED=aligned, ROWS_DYNAMIC=shape.rows_cap > 0,
            TAIL=tail, LOOSE_WHERE=loose_where, **shape.constexprs)
 
@@ -1226,6 +1187,6 @@ def tma_stream_backward(dx: torch.Tensor, y: torch.Tensor, dy: torch.Tensor, vec
                           programs_per_sm, tensors=2 * items, fill_rounds=fill_rounds, register_tiles=register_tiles)
     cap = {} if "maxnreg" in shape.constexprs or not maxnreg else {"maxnreg": maxnreg}
     launch(_tma_lag_bwd_kernel if lag else _tma_stream_bwd_kernel, shape.grid, dx, y, dy, shape.descriptor(y),
-           shape.descriptor(dy), _slots(shape, y.device),
+           shape.descriptor(dy), shape.slots,
            *y.shape, shape.n_segments, shape.segment_cols, max_polls, ALIGN=shape.constexprs["VEC"],
            **shape.constexprs, **cap)

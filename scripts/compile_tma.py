@@ -83,8 +83,6 @@ def facts(op: str, dtype: str, programs: int, warps: int, vectors: int, slots: i
         kind["PREFETCH_NEXT"] = 1
     if poll_sleep:
         kind["POLL_SLEEP"] = poll_sleep
-    if "PDL" in kernel_fn.arg_names:  # launches that exchange wait for their zeroed slots (round 201)
-        kind["PDL"] = True
     kind.update(extra or {})
     segments_block = segments_block or (32 if programs == 1 else 64)  # more programs, more segments a row
     constexprs = dict(TILE=tile, SLOTS=slots, VEC=16 // elem, SEGMENTS_BLOCK=segments_block, NUM_WARPS=warps, **kind)

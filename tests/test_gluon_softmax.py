@@ -719,34 +719,6 @@ def test_several_programs_an_sm_share_its_registers_and_shared_memory():
         gs._launch_shape(x, 4, 8, 7 * 16384, 128, programs_per_sm=2, tensors=2)
 
 
-def test_launches_that_exchange_start_while_their_slots_are_zeroed(monkeypatch):
-    """Round 201: a launch whose kernel touches slots (rows of several segments, or one-segment rows taken from the
-    counter) waits in the kernel for _zero_slots_kernel (PDL) and is launched as its programmatic dependent
-    (launch_pdl); a launch of one-segment rows touches no slot: neither, and nothing is zeroed."""
-    monkeypatch.setattr(gs, "_device_facts", lambda device: (90, 132))
-    several = gs._launch_shape(torch.empty(4, 1 << 20), 4, 8, gs.SEGMENT_BYTES, 128)
-    counter = gs._launch_shape(torch.empty(2000, 8192), 4, 4, 32768, 128, programs_per_sm=6, rows_dynamic=True)
-    one = gs._launch_shape(torch.empty(4, 8192), 4, 8, gs.SEGMENT_BYTES, 128)
-    assert several.n_segments == 19 and several.n_slots == 4 * 19
-    assert counter.n_segments == 1 and counter.rows_cap > 0 and counter.n_slots > 2000
-    assert one.n_segments == 1 and one.rows_cap == 0 and one.n_slots == 1
-    for shape, pdl in ((several, True), (counter, True), (one, False)):
-        assert shape.constexprs["PDL"] is pdl and shape.constexprs["launch_pdl"] is pdl
-
-
-@on_hopper
-def test_slots_are_zeroed_in_memory_the_allocator_hands_back_dirty():
-    """_slots zeroes every word (1,216: a masked last block of _zero_slots_kernel) of a block the caching allocator
-    has just held -1s in, as it would a previous call's published partials."""
-    shape = gs._launch_shape(torch.empty(64, 1 << 20, device="cuda"), 4, 8, gs.SEGMENT_BYTES, 128)
-    assert shape.n_slots == 64 * 19
-    for _ in range(3):
-        dirty = torch.full((shape.n_slots,), -1, dtype=torch.int64, device="cuda")
-        del dirty
-        slots = gs._slots(shape, torch.device("cuda"))
-        assert slots.shape == (shape.n_slots,) and not slots.any().item()
-
-
 @on_hopper
 def test_tensors_the_tma_cannot_read_take_tile_stream():
     """A base off 16 bytes and rows with a gap between them: each takes tile-stream, and comes out right."""
