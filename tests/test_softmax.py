@@ -50,11 +50,13 @@ def assert_softmax(actual, x, dim=-1):
                                equal_nan=True)
 
 
-def assert_grad(actual, expected, dtype):
-    """actual == expected (float64) within BACKWARD_TOL, NaN where expected has NaN."""
+def assert_grad(actual, expected, dtype, scale=None):
+    """actual == expected (float64) within BACKWARD_TOL, NaN where expected has NaN; atol is its fraction of scale
+    (default: the largest |expected|)."""
     assert actual.dtype == dtype and actual.shape == expected.shape
     atol_fraction, rtol = BACKWARD_TOL[dtype]
-    scale = expected.nan_to_num(0.0).abs().max().item() if expected.numel() else 0.0
+    if scale is None:
+        scale = expected.nan_to_num(0.0).abs().max().item() if expected.numel() else 0.0
     torch.testing.assert_close(actual.double(), expected, atol=atol_fraction * scale, rtol=rtol,
                                equal_nan=True)
 
@@ -1268,3 +1270,94 @@ def test_every_branch_on_a_warps_own_slot_read_is_one_decision_for_the_program()
     for branch in branches:
         before, anywhere, _ = branch.partition("_anywhere(")
         assert anywhere and not re.search(r"missing|tl\.load", before), branch
+
+
+# ---------------------------------------------------------------------------------------------
+# Seeded random tensors against float64: the cases above are chosen; these are drawn
+# ---------------------------------------------------------------------------------------------
+
+# The interpreter runs a program at a time, so its draws stay small; a GPU draws rows up to 1.1M columns, through every
+# path the table sends them to (tma-stream included, where a draw is contiguous and long enough).
+RANDOM_DRAWS = 32 if INTERPRETING else 64
+RANDOM_MAX_NUMEL = 6_000 if INTERPRETING else 1 << 23
+RANDOM_MAX_COLS = 3_000 if INTERPRETING else 1_100_000
+
+
+def random_length(rng, max_cols: int) -> int:
+    """A softmax dim's length: short (1-64), at a power of two or one off it, or log-uniform up to max_cols."""
+    kind = rng.random()
+    if kind < 0.3:
+        return rng.randint(1, 64)
+    if kind < 0.6:
+        return min(max_cols, max(1, 2 ** rng.randint(5, max_cols.bit_length() - 1) + rng.choice((-1, 0, 1))))
+    return int(math.exp(rng.uniform(math.log(65), math.log(max_cols))))
+
+
+def random_case(seed: int) -> tuple:
+    """(x, dim, dy, description) drawn from seed: any float dtype, 1-4 dims with the softmax dim anywhere (negative
+    half the time), sizes that rarely include 0, a contiguous, transposed or sliced view made on the device (so the
+    kernels see its strides), rows offset by random amounts, and sometimes -inf entries or a wholly masked row."""
+    import random
+
+    rng = random.Random(seed)
+    generator = torch.Generator().manual_seed(seed)
+    dtype = rng.choice(DTYPES)
+    n_dims = rng.randint(1, 4)
+    dim = rng.randrange(n_dims)
+    n = random_length(rng, RANDOM_MAX_COLS)
+    shape = [n if d == dim else 1 for d in range(n_dims)]
+    budget = max(1, RANDOM_MAX_NUMEL // n)
+    for d in rng.sample([d for d in range(n_dims) if d != dim], n_dims - 1):
+        shape[d] = 0 if rng.random() < 0.03 else rng.randint(1, budget)
+        budget = max(1, budget // max(1, shape[d]))
+    layout = rng.choice(("contiguous", "transposed", "sliced"))
+    if layout == "transposed" and n_dims > 1:  # made in the reverse order of dims, then viewed back
+        base = torch.randn(shape[::-1], generator=generator).to(dtype).to(DEVICE)
+        x = base.permute(*reversed(range(n_dims)))
+    elif layout == "sliced":  # every other element from the second, or n from the second, of 2n + 1
+        base = torch.randn([2 * n + 1 if d == dim else s for d, s in enumerate(shape)], generator=generator)
+        index = [slice(None)] * n_dims
+        index[dim] = slice(1, 2 * n + 1, 2) if rng.random() < 0.5 else slice(1, n + 1)
+        x = base.to(dtype).to(DEVICE)[tuple(index)]
+    else:
+        layout = "contiguous"
+        x = torch.randn(shape, generator=generator).to(dtype).to(DEVICE)
+    offsets = torch.randn([1 if d == dim else s for d, s in enumerate(shape)], generator=generator) * 20
+    x.mul_(rng.choice((0.5, 3.0, 12.0))).add_(offsets.to(dtype).to(DEVICE))  # in place: the view keeps its strides
+    if x.numel() and rng.random() < 0.3:  # masked entries, and sometimes one softmax row wholly masked
+        x.masked_fill_((torch.rand(shape, generator=generator) < rng.choice((0.05, 0.5))).to(DEVICE), float("-inf"))
+        if rng.random() < 0.5:
+            x[tuple(rng.randrange(s) if d != dim else slice(None) for d, s in enumerate(shape))] = float("-inf")
+    dy = torch.randn(shape, generator=generator).to(dtype).to(DEVICE)
+    signed_dim = dim - n_dims if rng.random() < 0.5 else dim
+    described = (f"seed {seed}: {str(dtype).removeprefix('torch.')} {tuple(shape)} dim {signed_dim} {layout}, "
+                 f"strides {x.stride()}")
+    return x, signed_dim, dy, described
+
+
+def cancelling_terms(x, dy, dim) -> float:
+    """The largest |y dy| + |y sum(y dy)| (float64): the two terms whose difference dx is. Where a row is nearly one
+    element (y ~ 1) and dy there ~ sum(y dy), dx is far smaller than either, and the rounding of y and dy in the input's
+    type errs on the terms' scale, torch's own autograd as much as ours (seed 6: bf16, |dx| <= 1.1e-3, both err 3e-4
+    where y dy ~ 0.4), so a draw's atol is a fraction of this rather than of the largest |dx|."""
+    y = torch.softmax(x.double(), dim)
+    product = y * dy.double()
+    terms = product.abs() + (y * product.sum(dim, keepdim=True)).abs()
+    return terms.nan_to_num(0.0).max().item() if terms.numel() else 0.0
+
+
+@pytest.mark.parametrize("seed", range(RANDOM_DRAWS))
+def test_random_tensors_match_float64_forward_and_backward(seed):
+    x, dim, dy, described = random_case(seed)
+    try:
+        y = sm.softmax(x, dim)
+        assert_softmax(y, x, dim)
+        leaf = x.detach().requires_grad_(True)
+        sm.softmax(leaf, dim).backward(dy)
+        assert_grad(leaf.grad, reference_grad(x, dy, dim), x.dtype, cancelling_terms(x, dy, dim))
+        if x.numel():  # rows sum to 1, but for wholly masked ones (NaN)
+            sums = y.double().sum(dim)
+            finite = ~torch.isnan(sums)
+            assert torch.allclose(sums[finite], torch.ones_like(sums[finite]), atol=0, rtol=1e-2)
+    except AssertionError as error:
+        raise AssertionError(f"{described}\n{error}") from None
