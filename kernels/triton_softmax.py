@@ -2590,8 +2590,14 @@ class _Softmax(torch.autograd.Function):
         return softmax_backward(y, dy)
 
 
-def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
-    """Drop-in for torch.softmax(x, dim) on float16/bfloat16/float32 CUDA tensors, with autograd."""
+def softmax(x: torch.Tensor, dim: int = -1, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """Drop-in for torch.softmax(x, dim, dtype=dtype) on float16/bfloat16/float32 CUDA tensors, with autograd: as in
+    torch, dtype (one of those three) casts x before the softmax, so the result has that dtype."""
+    if dtype is not None:
+        if dtype not in _SUPPORTED_DTYPES:
+            raise TypeError(f"dtype={dtype} is not supported; softmax supports float16, bfloat16 and float32")
+        if isinstance(x, torch.Tensor):
+            x = x.to(dtype)  # differentiable: the gradient reaches x in its own dtype
     _check_tensor(x, "x")
     n_dims = max(x.dim(), 1)  # a 0-d tensor has one softmax dim, -1 or 0, as in torch
     if not -n_dims <= dim < n_dims:

@@ -1075,6 +1075,25 @@ def test_zero_dim():
         sm.softmax(torch.tensor(1.0, device=DEVICE), 1)
 
 
+def test_dtype_casts_before_the_softmax_as_torch_does():
+    """softmax(x, dim, dtype=...) is torch.softmax's: x cast to dtype first (an integer tensor too), the result in
+    dtype, the gradient back in x's own dtype; a dtype the kernels lack is refused by name."""
+    x = make_input((5, 300), torch.float16).requires_grad_(True)
+    y = sm.softmax(x, -1, dtype=torch.float32)
+    assert y.dtype == torch.float32
+    assert_softmax(y, x.detach().float(), -1)
+    dy = make_input((5, 300), torch.float32, seed=1)
+    y.backward(dy)
+    expected = reference_grad(x.detach().float(), dy)
+    assert x.grad.dtype == torch.float16
+    torch.testing.assert_close(x.grad.double(), expected, atol=2e-3 * expected.abs().max().item(), rtol=1e-2)
+    counts = torch.arange(12, device=DEVICE).reshape(3, 4)
+    assert_softmax(sm.softmax(counts, 0, dtype=torch.bfloat16), counts.to(torch.bfloat16), 0)
+    with pytest.raises(TypeError, match="dtype=torch.float64"):
+        sm.softmax(x, -1, dtype=torch.float64)
+    assert sm.softmax(x, -1, torch.float32).dtype == torch.float32  # torch.softmax takes it by position too
+
+
 def test_dim_out_of_range():
     with pytest.raises(IndexError):
         sm.softmax(make_input((3, 4), torch.float32), 2)
