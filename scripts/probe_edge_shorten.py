@@ -8,10 +8,11 @@ EDGE_SHORTEN takes that share of segment_cols from a row's first and last segmen
 AB_BEFORE_GLUON (the product before the change), three fresh inputs a shape at the sweep's size, every output of both
 checked against float64 first (probe_trials.ab_trials; above 1: the working tree faster).
 
-    # EDGE_SHORTEN is not in kernels/ (round 203 lost): the patch applies to 76cb242's kernels/, compile_tma.py and tests
+    # EDGE_SHORTEN is not in kernels/: round 203's patch (divisions, lost) applies to 76cb242's kernels/, compile_tma.py
+    # and tests, round 203b's (division-free, EDGE_SHORTEN = 0.08, won; not yet swept) to 49e0280's
     git show 76cb242:kernels/gluon_softmax.py > scripts/before_gs.py
-    git apply notes/probes/2026-11-27-round-203-edge-shorten.patch
-    AB_BEFORE_GLUON=scripts/before_gs.py python scripts/probe_edge_shorten.py 0 0.04 0.08 0.15   # $OUT/probe_edge_shorten.json
+    git apply notes/probes/2026-11-27-round-203b-edge-step.patch
+    AB_BEFORE_GLUON=scripts/before_gs.py python scripts/probe_edge_shorten.py 0 0.04 0.08   # $OUT/probe_edge_shorten.json
 """
 import sys
 from pathlib import Path
