@@ -61,7 +61,7 @@ def _pack(hi, lo):
 
 @gluon.jit
 def _segment_span(row, segment, segment_cols, n_cols, W: gl.constexpr, ALIGNED: gl.constexpr, STEP: gl.constexpr,
-                  CUT: gl.constexpr = 0):
+                  CUT: gl.constexpr = 0, n_segments=1, edge_step=0):
     """(flat index of the segment's first element, of its end). A row's segments are segment_cols columns, its last
     what is left; with ALIGNED, every segment but a row's first starts on a view row of W elements (segment_cols is
     then whole tiles), so that only a row's first segment straddles a view row, and a row's last segment may be
@@ -69,7 +69,9 @@ def _segment_span(row, segment, segment_cols, n_cols, W: gl.constexpr, ALIGNED: 
     which the compiler is told so that segment edges keep 16-byte stores. CUT (without ALIGNED; rows of partial
     vectors, segment_cols whole vectors): every segment but a row's first starts on a vector of CUT elements, its
     first shorter by the row's offset in its first vector and its last longer by it, so that only a row's ends are
-    partial vectors (round 198)."""
+    partial vectors (round 198); edge_step (CUT, rows of 3 segments or more; an even number of vectors) moves a row's
+    inner boundaries so that its first and last segments are shorter and the others share what they gave up
+    (_edge_shift, round 203b)."""
     row_first = row * n_cols
     if ALIGNED:
         lead = row_first % W // STEP * STEP  # the row's offset in its first view row
@@ -77,8 +79,10 @@ def _segment_span(row, segment, segment_cols, n_cols, W: gl.constexpr, ALIGNED: 
         seg_end = gl.minimum((segment + 1) * segment_cols - lead, n_cols)
     elif CUT > 1:
         lead = row_first % CUT  # the row's offset in its first vector
-        seg_start = gl.where(segment * segment_cols >= n_cols, n_cols, gl.maximum(segment * segment_cols - lead, 0))
-        seg_end = gl.where((segment + 1) * segment_cols >= n_cols, n_cols, (segment + 1) * segment_cols - lead)
+        start_cols = segment * segment_cols - lead + _edge_shift(segment, n_segments, edge_step)
+        end_cols = (segment + 1) * segment_cols - lead + _edge_shift(segment + 1, n_segments, edge_step)
+        seg_start = gl.where(segment * segment_cols >= n_cols, n_cols, gl.minimum(gl.maximum(start_cols, 0), n_cols))
+        seg_end = gl.where((segment + 1) * segment_cols >= n_cols, n_cols, gl.minimum(end_cols, n_cols))
     else:
         seg_start = segment * segment_cols
         seg_end = gl.minimum(seg_start + segment_cols, n_cols)
@@ -86,12 +90,23 @@ def _segment_span(row, segment, segment_cols, n_cols, W: gl.constexpr, ALIGNED: 
 
 
 @gluon.jit
+def _edge_shift(boundary, n_segments, edge_step):
+    """How far a row's inner boundary (1 .. n_segments - 1) moves: edge_step (an even number of vectors) x (boundary -
+    n_segments / 2), so a row's first and last segments are edge_step (n_segments - 2) / 2 shorter and each inner
+    one edge_step longer; 0 for a row's ends and for edge_step 0. A multiply, no division (round 203's divisions cost
+    the 2-byte rows 4%)."""
+    inner = (boundary > 0) & (boundary < n_segments)
+    return gl.where(inner, edge_step * (2 * boundary - n_segments) // 2, 0)
+
+
+@gluon.jit
 def _item_span(item, n_segments, segment_cols, n_cols, TILE: gl.constexpr, W: gl.constexpr,
-               ALIGNED: gl.constexpr = False, STEP: gl.constexpr = 1, CUT: gl.constexpr = 0):
+               ALIGNED: gl.constexpr = False, STEP: gl.constexpr = 1, CUT: gl.constexpr = 0, edge_step=0):
     """(row, flat index of the item's first element, of its end, of its first tile (rounded down to a view row of W
     elements), its number of tiles); the item's segment as _segment_span cuts it (an empty one has no tiles)."""
     row = item // n_segments
-    first, end = _segment_span(row, item - row * n_segments, segment_cols, n_cols, W, ALIGNED, STEP, CUT)
+    first, end = _segment_span(row, item - row * n_segments, segment_cols, n_cols, W, ALIGNED, STEP, CUT, n_segments,
+                               edge_step)
     tile_start = first // W * W
     n_tiles = gl.cdiv(end - tile_start, TILE)
     if ALIGNED:
@@ -226,7 +241,8 @@ def _with_loose(tiles_max, tiles_sum, loose_x):
 @gluon.jit
 def _row_max_inv_sum(input_ptr, slots_ptr, row, item, n_segments, segment_cols, n_cols, siblings, max_polls, offsets,
                      W: gl.constexpr, ALIGNED: gl.constexpr, STEP: gl.constexpr, TILE: gl.constexpr,
-                     VEC: gl.constexpr, layout: gl.constexpr, NUM_WARPS: gl.constexpr, CUT: gl.constexpr = 0):
+                     VEC: gl.constexpr, layout: gl.constexpr, NUM_WARPS: gl.constexpr, CUT: gl.constexpr = 0,
+                     edge_step=0):
     """(max, 1 / sum of exp(x - max)) of item's row from its segments' slots, re-read until every sibling has
     published; a sibling that is not running (the grid is not co-resident: max_polls spent) has its partial computed
     from global memory and published, so that the row's other segments find it too."""
@@ -234,7 +250,8 @@ def _row_max_inv_sum(input_ptr, slots_ptr, row, item, n_segments, segment_cols, 
     if _anywhere(missing, NUM_WARPS):
         for sibling in range(0, n_segments):
             if (sibling != item - row * n_segments) & _anywhere(_missing(packed, siblings, sibling), NUM_WARPS):
-                s_first, s_end = _segment_span(row, sibling, segment_cols, n_cols, W, ALIGNED, STEP, CUT)
+                s_first, s_end = _segment_span(row, sibling, segment_cols, n_cols, W, ALIGNED, STEP, CUT, n_segments,
+                                               edge_step)
                 s_max, s_sum = _global_segment_max_sum(input_ptr, s_first, s_end, offsets, TILE, VEC, layout)
                 gl.atomic_xchg(slots_ptr + row * n_segments + sibling, _pack(s_max, s_sum), sem="relaxed")
         # every slot is written now: each warp re-reads its copy until it sees them all (one re-read, and a
@@ -356,7 +373,7 @@ def _posted_row(mail_ptr, group, j, rows_cap, n_rows):
 @gluon.jit
 def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr, n_rows, n_cols, n_segments,
                            segment_cols,
-                           max_polls, rows_cap, TILE: gl.constexpr, SLOTS: gl.constexpr, VEC: gl.constexpr,
+                           max_polls, rows_cap, edge_step, TILE: gl.constexpr, SLOTS: gl.constexpr, VEC: gl.constexpr,
                            SEGMENTS_BLOCK: gl.constexpr, NUM_WARPS: gl.constexpr, LOOSE: gl.constexpr,
                            TILE_LOOP: gl.constexpr, ALIGNED: gl.constexpr = False,
                            ROWS_DYNAMIC: gl.constexpr = False, TAIL: gl.constexpr = 0,
@@ -402,7 +419,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
     step = gl.num_programs(0)
     item = gl.program_id(0)
     row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W, ALIGNED, STEP,
-                                                      CUT)
+                                                      CUT, edge_step)
     for i in gl.static_range(SLOTS):
         if (i < n_tiles - APART) & (item < n_items):
             _issue_tile(in_desc, smem.index(i), bars.index(i), tile_start + i * TILE, W)
@@ -416,7 +433,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
     j = item * 0  # ROWS_DYNAMIC: the group's rows so far
     while item < n_items:
         row, first, end, tile_start, n_tiles = _item_span(item, n_segments, segment_cols, n_cols, TILE, W, ALIGNED,
-                                                          STEP, CUT)
+                                                          STEP, CUT, edge_step)
         last = gl.minimum(end, covered)
         if LOOSE > 0:  # LOOSE_WHERE: only an item with a partial vector at an end, or the tail (round 198)
             loose_here = (first % VEC != 0) | (last % VEC != 0) | (end > covered) | (not LOOSE_WHERE)
@@ -458,7 +475,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
             gl.atomic_xchg(slots_ptr + item, _pack(seg_max, seg_sum), sem="relaxed")
             row_max, inv_row_sum = _row_max_inv_sum(input_ptr, slots_ptr, row, item, n_segments, segment_cols, n_cols,
                                                     siblings, max_polls, offsets, W, ALIGNED, STEP, TILE, VEC, layout,
-                                                    NUM_WARPS, CUT)
+                                                    NUM_WARPS, CUT, edge_step)
         if LOOSE > 0:
             if loose_here:  # the offsets again rather than kept through both passes (registers)
                 loose, loose_mask = _loose_offsets(first, end, covered, VEC, LOOSE, lanes)
@@ -474,7 +491,7 @@ def _tma_stream_fwd_kernel(output_ptr, input_ptr, in_desc, part_desc, slots_ptr,
         else:
             next_item = item + step
         next_row, next_first, next_end, next_tile_start, next_tiles = _item_span(
-            next_item, n_segments, segment_cols, n_cols, TILE, W, ALIGNED, STEP, CUT)
+            next_item, n_segments, segment_cols, n_cols, TILE, W, ALIGNED, STEP, CUT, edge_step)
         if next_item >= n_items:
             next_tiles = 0
         if TILE_LOOP:  # pass 2, from shared memory; the next item's tile i follows tile i, its last tile comes after
@@ -1161,10 +1178,31 @@ def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int
     # have any), on view rows only for rows of many segments (round 198: rows of 17-62 gained 1.3-3.4%, of 9-13
     # lost 3-5%)
     loose_where = bool(loose) and (not aligned or shape.n_segments >= LOOSE_WHERE_MIN_SEGMENTS)
+    cut = bool(loose) and not aligned and not tail  # the kernel's CUT
+    edge_step = _edge_step(shape, x.shape[1], width, 16 // x.element_size()) if cut else 0
     launch(_tma_stream_fwd_kernel, shape.grid, y, x, shape.descriptor(x), shape.descriptor(x, part_rows),
-           shape.slots, *x.shape, shape.n_segments, shape.segment_cols, max_polls, shape.rows_cap,
+           shape.slots, *x.shape, shape.n_segments, shape.segment_cols, max_polls, shape.rows_cap, edge_step,
            LOOSE=0 if tail else loose, TILE_LOOP=tile_loop, ALIGNED=aligned, ROWS_DYNAMIC=shape.rows_cap > 0,
            TAIL=tail, LOOSE_WHERE=loose_where, **shape.constexprs)
+
+
+# A row of partial vectors cut evenly (the kernel's CUT) gives its first and last segments, the two that read, fold and
+# write its loose elements, about this share of segment_cols less, and its other segments the rest (round 203b: rows
+# of 4 segments +4.6% on an H200 and +2.0% on an H100, rows of 5 and 10 within -0.1 to +0.3%).
+EDGE_SHORTEN = 0.08
+
+
+def _edge_step(shape, n_cols: int, width: int, vec: int) -> int:
+    """The kernel's edge_step for an evenly cut launch of rows of n_cols: each inner segment edge_step longer, so the
+    first and last EDGE_SHORTEN of segment_cols shorter, in even vectors, no more than lets the inner segments fit the
+    slots at any offset in a view row or leaves the last segment empty; 0 for rows of fewer than 3 segments."""
+    if shape.n_segments < 3:
+        return 0
+    inner = shape.n_segments - 2
+    room = shape.constexprs["SLOTS"] * shape.constexprs["TILE"] - (width - vec) - shape.segment_cols
+    last = n_cols - (shape.n_segments - 1) * shape.segment_cols  # a row's last segment, before any shift
+    step = min(2 * int(EDGE_SHORTEN * shape.segment_cols) // inner, room, last // inner)
+    return max(0, step) // (2 * vec) * (2 * vec)  # even vectors: the kernel's halving is exact
 
 
 # Rows cut on view rows (ALIGNED) of at least this many segments run the loose block only where an item has loose

@@ -62,6 +62,8 @@ def facts(op: str, dtype: str, programs: int, warps: int, vectors: int, slots: i
             divisible, kind["TMA_STORE"] = (0, 1, 5), tma_store
         if "rows_cap" in kernel_fn.arg_names:  # rows taken from a counter (round 182)
             signature["rows_cap"], kind["ROWS_DYNAMIC"] = "i32", rows_dynamic
+        if "edge_step" in kernel_fn.arg_names:  # a row's first and last segments shortened (round 203b)
+            signature["edge_step"] = "i32"
         if aligned or "ALIGNED" in kernel_fn.arg_names:  # a kernel without the cut (round 129) compiles without it
             kind["ALIGNED"] = aligned
         if "TAIL" in kernel_fn.arg_names:  # a tensor's last elements past the view, apart (round 193; extra sets it)

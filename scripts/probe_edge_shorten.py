@@ -4,7 +4,7 @@ Exploration, not evidence. Round 198 gave the loose block (a row's head and foot
 to a row's first and last segments, and the odd rows gained about half of what round 196 priced the block at, as if
 each row still paid it through those two items, which its other segments wait for at the exchange. The launcher's
 EDGE_SHORTEN takes that share of segment_cols from a row's first and last segments and spreads it over the others
-(the kernel's edge_cols, _edge_shift). This times the working tree at several shares against the module at
+(the kernel's edge_step, _edge_shift). This times the working tree at several shares against the module at
 AB_BEFORE_GLUON (the product before the change), three fresh inputs a shape at the sweep's size, every output of both
 checked against float64 first (probe_trials.ab_trials; above 1: the working tree faster).
 

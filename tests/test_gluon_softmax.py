@@ -219,33 +219,62 @@ def test_aligned_segments_cover_the_row_within_the_slots(n_cols, elem_bytes, slo
     assert max(counts) == n_segments  # no row has a segment too few, and some row uses every one
 
 
+def edge_shift(boundary: int, n_segments: int, edge_step: int, vec: int) -> int:
+    """gluon_softmax._edge_shift in Python (edge_step is even, so the halving is exact either way)."""
+    if not 0 < boundary < n_segments:
+        return 0
+    return edge_step * (2 * boundary - n_segments) // 2
+
+
+def cut_span(row: int, segment: int, n_segments: int, segment_cols: int, n_cols: int, vec: int, edge_step: int):
+    """(first, end) of a row's segment as _segment_span computes them with CUT and edge_step."""
+    row_first, lead = row * n_cols, row * n_cols % vec
+    start = segment * segment_cols - lead + edge_shift(segment, n_segments, edge_step, vec)
+    stop = (segment + 1) * segment_cols - lead + edge_shift(segment + 1, n_segments, edge_step, vec)
+    first = n_cols if segment * segment_cols >= n_cols else min(max(start, 0), n_cols)
+    end = n_cols if (segment + 1) * segment_cols >= n_cols else min(stop, n_cols)
+    return row_first + first, row_first + end
+
+
+@pytest.mark.parametrize("share", [0.0, 0.06, 0.5])
 @pytest.mark.parametrize("n_cols", [65541, 65567, 100001, 100003, 150001, 200003, 777777])
 @pytest.mark.parametrize("elem_bytes,slots,warps,vectors", [(2, 6, 4, 4), (2, 6, 8, 2), (2, 8, 4, 4), (4, 5, 4, 4)])
-def test_vector_cut_leaves_partial_vectors_only_at_a_rows_ends(n_cols, elem_bytes, slots, warps, vectors):
+def test_vector_cut_leaves_partial_vectors_only_at_a_rows_ends(n_cols, elem_bytes, slots, warps, vectors, share,
+                                                                monkeypatch):
     """Rows of partial vectors cut evenly (the kernel's CUT, round 198): for rows at every offset in a view row, as
     _segment_span computes them, a row's segments follow one another from its first column to its last, every one
     after the first starts on a 16-byte vector, so that only a row's first and last segments hold partial vectors,
     and each fits the launch's slots at its offset in a view row (65,567: the segments' columns exceed the row's by
-    one, so a row's last segment takes more than segment_cols)."""
+    one, so a row's last segment takes more than segment_cols). With a row's first and last segments shortened
+    (EDGE_SHORTEN, round 203; 0.5 asks for more than the slots or the last segment allow, and _edge_step caps it),
+    each is edge_step (n_segments - 2) / 2 shorter than unshortened and every segment still fits."""
     vec, width = 16 // elem_bytes, 512 // elem_bytes
     tile = warps * 32 * vectors * 16 // elem_bytes
     n_segments, segment_cols, planned = gs._segments(n_cols, tile, slots * tile * elem_bytes, elem_bytes, width)
     assert n_cols % vec and segment_cols % vec == 0 and planned <= slots
+    monkeypatch.setattr(gs, "EDGE_SHORTEN", share)
+    launch = types.SimpleNamespace(n_segments=n_segments, segment_cols=segment_cols,
+                                   constexprs={"SLOTS": planned, "TILE": tile})
+    edge_step = gs._edge_step(launch, n_cols, width, vec)
+    assert edge_step % (2 * vec) == 0 and (edge_step > 0) == (share > 0 and n_segments > 2)
     longer_last = False
     for row in range(2 * width):
-        row_first, lead = row * n_cols, row * n_cols % vec
+        row_first = row * n_cols
         edge = row_first
-        for segment in range(n_segments):  # as _segment_span computes them with CUT
-            first = row_first + (n_cols if segment * segment_cols >= n_cols else max(segment * segment_cols - lead, 0))
-            end = row_first + (n_cols if (segment + 1) * segment_cols >= n_cols else (segment + 1) * segment_cols - lead)
+        for segment in range(n_segments):
+            first, end = cut_span(row, segment, n_segments, segment_cols, n_cols, vec, edge_step)
             assert first == edge and end > first, (row, segment)
             edge = end
             assert first % vec == 0 or segment == 0
             assert end % vec == 0 or segment == n_segments - 1
             assert -(-(end - first // width * width) // tile) <= planned, (row, segment)
             longer_last |= end - first > segment_cols
+            if segment in (0, n_segments - 1) and n_segments > 2:  # the ends: shorter than without
+                plain_first, plain_end = cut_span(row, segment, n_segments, segment_cols, n_cols, vec, 0)
+                assert (end - first) == (plain_end - plain_first) - edge_step * (n_segments - 2) // 2, (row, segment)
         assert edge == row_first + n_cols
-    assert longer_last == (n_segments * segment_cols - n_cols < vec - 1)
+    if not edge_step:
+        assert longer_last == (n_segments * segment_cols - n_cols < vec - 1)
 
 
 @pytest.mark.parametrize("n_cols,tile_loop,apart", [(100000, False, True), (100001, False, True),
@@ -590,6 +619,20 @@ def test_two_byte_rows_off_view_rows_take_their_gpus_row():
                                                  (64, 65567, torch.bfloat16), (40, 100003, torch.float16)], ids=str)
 def test_narrow_tiles_match_float64(n_rows, n_cols, dtype, programs, slots, vectors, warps):
     launch_checked(long_rows(n_rows, n_cols, seed=3, dtype=dtype), programs, slots, vectors, warps, aligned=False)
+
+
+# A row's first and last segments shortened on the even cut (EDGE_SHORTEN, round 203), by a share and by more than the
+# slots allow (capped): rows of partial vectors of 4, 5 and 10 segments on the H200's launch (4 of 6 on 4 warps), the
+# last segments of 65,567 run past segment_cols; waiting for siblings and with no wait at all (the cold path reads a
+# missing sibling's segment as _segment_span cuts it, shift included).
+@on_hopper
+@pytest.mark.parametrize("share", [0.08, 0.5])
+@pytest.mark.parametrize("n_rows,n_cols,dtype", [(300, 100001, torch.float16), (300, 100001, torch.float32),
+                                                 (64, 65567, torch.bfloat16), (40, 100003, torch.float16),
+                                                 (20, 200003, torch.bfloat16)], ids=str)
+def test_shortened_row_ends_match_float64(n_rows, n_cols, dtype, share, monkeypatch):
+    monkeypatch.setattr(gs, "EDGE_SHORTEN", share)
+    launch_checked(long_rows(n_rows, n_cols, seed=5, dtype=dtype), 4, 6, 4, 4, aligned=False)
 
 
 def launch_checked(x: torch.Tensor, programs: int, slots: int, vectors: int, warps: int, aligned: bool,
