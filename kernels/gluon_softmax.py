@@ -1069,7 +1069,7 @@ def fits_grid(op: str, n_rows: int, n_cols: int, elem_bytes: int, vectors_per_th
     per_tensor = segment_bytes // (2 if lag else 1) if op == "forward" else segment_bytes // (4 if lag else 2)
     programs = programs_per_sm * sms
     n_segments = _cut(n_rows, n_cols, tile, per_tensor, elem_bytes, width, aligned, fill_rounds, register_tiles,
-                      programs, fewest and not lag)[0]
+                      programs, fewest and not lag and n_cols % (16 // elem_bytes) != 0)[0]
     return n_segments <= programs
 
 
@@ -1175,7 +1175,7 @@ def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int
     cut so that only a row's first segment straddles one (_segments, the kernel's ALIGNED); lag: each program holds
     two items of half the slots each (_tma_lag_fwd_kernel); rows_dynamic: groups of a row's programs take whole rows
     from a counter (the kernel's ROWS_DYNAMIC), where the grid is whole groups and holds fewer groups than rows;
-    fewest: rows off view rows in their fewest segments (_cut; unlagged only)."""
+    fewest: rows of partial vectors in their fewest segments (_cut; unlagged only)."""
     vec = 16 // x.element_size()
     # rows of whole vectors with a view row width dividing the tensor have no loose elements
     loose = 0 if x.shape[1] % vec == 0 and _view_width(x) else triton.next_power_of_2(
@@ -1192,8 +1192,10 @@ def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int
         launch(_tma_lag_fwd_kernel, shape.grid, y, x, shape.descriptor(x), shape.slots, *x.shape, shape.n_segments,
                shape.segment_cols, max_polls, LOOSE=loose, ALIGNED=aligned, **shape.constexprs)
         return
+    # the fewest segments only for rows of partial vectors: whole-vector rows off view rows lost 1.3-1.4% by them on
+    # an H200 (round 204: 97,000 and 125,000), rows of partial vectors gained 0.6-6.6%
     shape = _launch_shape(x, vectors_per_thread, num_warps, segment_bytes, width, programs_per_sm, aligned=aligned,
-                          rows_dynamic=rows_dynamic, fewest=fewest)
+                          rows_dynamic=rows_dynamic, fewest=fewest and x.shape[1] % vec != 0)
     part_rows = part_rows or _last_tile_part_rows(shape.segment_cols, shape.constexprs["TILE"], width, tile_loop)
     # the block only where an item has loose elements: always with the even cut (only a row's first and last items
     # have any), on view rows only for rows of many segments (round 198: rows of 17-62 gained 1.3-3.4%, of 9-13

@@ -1320,8 +1320,8 @@ class Plan(NamedTuple):
                        # rounds 168-170; rows off view rows since round 173)
     rows_dynamic: bool = False  # forward tma-stream: groups of a row's programs take whole rows from a counter where
                                 # the grid is whole groups (gluon_softmax's ROWS_DYNAMIC; round 182)
-    fewest_segments: bool = False  # forward tma-stream: rows off view rows in the fewest segments that fit the slots
-                                   # where the items outnumber the programs (gluon_softmax._cut; round 204)
+    fewest_segments: bool = False  # forward tma-stream: rows of partial vectors in the fewest segments that fit the
+                                   # slots where the items outnumber the programs (gluon_softmax._cut; round 204b)
     exact_cols: bool = False  # the row applies only to rows of exactly max_cols columns, in a multiple of
                               # rows_per_program rows (rows-lanes: no masks)
 
