@@ -950,17 +950,8 @@ def tma_backward_eligible(x: torch.Tensor) -> bool:
 
 
 @functools.lru_cache(maxsize=4096)
-def _fewest_even_segments(n_cols: int, tile: int, most: int, vec: int, width: int) -> int:
-    """The fewest segments of an even cut in whole vectors whose every segment, at any offset in a view row of width,
-    fits most slots of tile elements."""
-    count = max(1, triton.cdiv(n_cols, most * tile))
-    while triton.cdiv(triton.cdiv(triton.cdiv(n_cols, count), vec) * vec + width - 1, tile) > most:
-        count += 1
-    return count
-
-
 def _segments(n_cols: int, tile: int, segment_bytes: int, elem_bytes: int, width: int,
-              aligned: bool = False, fewest: bool = False) -> tuple[int, int, int]:
+              aligned: bool = False) -> tuple[int, int, int]:
     """(segments a row, columns a segment, slots a program) for rows of n_cols in tiles of tile elements (view rows of
     width), each segment's tiles within segment_bytes. Rows that start on a view row take whole tiles a segment, as
     even as whole tiles allow. Others take as many segments as whole tiles of one slot less would (a segment that
@@ -968,8 +959,7 @@ def _segments(n_cols: int, tile: int, segment_bytes: int, elem_bytes: int, width
     short and the others reading one box more than their tiles (round 108). With aligned, they take every slot a
     segment instead, each segment after a row's first starting on a view row (the kernel's ALIGNED): a row that
     starts lead columns into a view row (a multiple of gcd(n_cols, width)) has cdiv(n_cols + lead, slots' columns)
-    segments, and rows of fewer have an empty last one. With fewest, rows off view rows take the fewest segments
-    whose even cut fits the slots instead (_fewest_even_segments; round 204)."""
+    segments, and rows of fewer have an empty last one."""
     most = max(1, segment_bytes // (tile * elem_bytes))
     row_tiles = triton.cdiv(n_cols, tile)
     if aligned and n_cols % width:
@@ -980,8 +970,6 @@ def _segments(n_cols: int, tile: int, segment_bytes: int, elem_bytes: int, width
         return n_segments, tiles * tile, tiles
     vec = 16 // elem_bytes
     n_segments = triton.cdiv(row_tiles, max(1, most - 1))
-    if fewest:
-        n_segments = min(n_segments, _fewest_even_segments(n_cols, tile, most, vec, width))
     segment_cols = triton.cdiv(triton.cdiv(n_cols, n_segments), vec) * vec
     # at most (most - 1) tiles, plus an offset under a view row: within most tiles (a tile is whole view rows)
     return n_segments, segment_cols, triton.cdiv(segment_cols + width - 1, tile)
@@ -1031,21 +1019,15 @@ def _register_cut(n_cols: int, tile: int, segment_bytes: int, elem_bytes: int,
 
 
 def _cut(n_rows: int, n_cols: int, tile: int, segment_bytes: int, elem_bytes: int, width: int, aligned: bool,
-         fill_rounds: bool, register_tiles: int, programs: int, fewest: bool = False) -> tuple[int, int, int]:
+         fill_rounds: bool, register_tiles: int, programs: int) -> tuple[int, int, int]:
     """(segments a row, columns a segment, slots a program) of a launch of programs programs: _register_cut's where
-    it applies, else _filled_segments' with fill_rounds where the items outnumber the programs, else _segments',
-    with fewest (rows off view rows, not aligned) its fewest segments where their items still outnumber the
-    programs (a grid of fewer items runs faster on more, shorter segments)."""
+    it applies, else _filled_segments' with fill_rounds where the items outnumber the programs, else _segments'."""
     register_cut = _register_cut(n_cols, tile, segment_bytes, elem_bytes, register_tiles)
     if register_cut:
         return register_cut
     cut = _segments(n_cols, tile, segment_bytes, elem_bytes, width, aligned)
     if fill_rounds and not aligned and n_rows * cut[0] > programs:
         return _filled_segments(n_cols, tile, segment_bytes, elem_bytes, width, programs)
-    if fewest and not aligned:
-        fewer = _segments(n_cols, tile, segment_bytes, elem_bytes, width, fewest=True)
-        if n_rows * fewer[0] > programs:
-            return fewer
     return cut
 
 
@@ -1058,7 +1040,7 @@ def _forward_width(n_rows: int, n_cols: int, elem_bytes: int) -> int:
 
 def fits_grid(op: str, n_rows: int, n_cols: int, elem_bytes: int, vectors_per_thread: int, num_warps: int,
               segment_bytes: int, programs_per_sm: int, sms: int, aligned: bool = False, fill_rounds: bool = False,
-              register_tiles: int = 0, lag: bool = False, fewest: bool = False) -> bool:
+              register_tiles: int = 0, lag: bool = False) -> bool:
     """Whether every segment of a row of op's tma-stream launch (segment_bytes of slots a program, both tensors' for
     the backward, halved between two items with lag) runs at once on its grid of programs_per_sm x sms programs. A row
     cut into more segments waits on siblings that are not running, and each waiting program computes their partials
@@ -1069,7 +1051,7 @@ def fits_grid(op: str, n_rows: int, n_cols: int, elem_bytes: int, vectors_per_th
     per_tensor = segment_bytes // (2 if lag else 1) if op == "forward" else segment_bytes // (4 if lag else 2)
     programs = programs_per_sm * sms
     n_segments = _cut(n_rows, n_cols, tile, per_tensor, elem_bytes, width, aligned, fill_rounds, register_tiles,
-                      programs, fewest and not lag and n_cols % (16 // elem_bytes) != 0)[0]
+                      programs)[0]
     return n_segments <= programs
 
 
@@ -1104,22 +1086,20 @@ class _Launch(NamedTuple):
 
 def _launch_shape(t: torch.Tensor, vectors_per_thread: int, num_warps: int, segment_bytes: int, width: int,
                   programs_per_sm: int = 1, tensors: int = 1, aligned: bool = False,
-                  fill_rounds: bool = False, register_tiles: int = 0, rows_dynamic: bool = False,
-                  fewest: bool = False) -> _Launch:
+                  fill_rounds: bool = False, register_tiles: int = 0, rows_dynamic: bool = False) -> _Launch:
     """The launch of a tma-stream kernel over tensors shaped as t (eligible), in segments of at most segment_bytes of
     each tensor, through a descriptor of view rows of width elements over as many whole view rows as t holds, with
     programs_per_sm programs an SM (or one an item, if fewer), each holding tensors tensors' slots; fill_rounds: rows
     cut as _filled_segments does, where the items outnumber the programs; register_tiles: rows of whole tiles cut as
     _register_cut does, with the kernel's REG (the backward's), 0 for others; rows_dynamic: whole rows from a counter
     (the forward's ROWS_DYNAMIC) where the grid is whole groups of a row's programs and holds fewer groups than rows,
-    the counter and each group's rows_cap boxes zeroed after the items' slots; fewest: rows off view rows cut into
-    their fewest segments (_cut)."""
+    the counter and each group's rows_cap boxes zeroed after the items' slots."""
     n_rows, n_cols = t.shape
     elem = t.element_size()
     tile = num_warps * 32 * vectors_per_thread * 16 // elem
-    programs = programs_per_sm * _device_facts(t.device)[1] if fill_rounds or fewest else 0  # only they need them
+    programs = programs_per_sm * _device_facts(t.device)[1] if fill_rounds else 0  # only fill_rounds needs them
     n_segments, segment_cols, slots = _cut(n_rows, n_cols, tile, segment_bytes, elem, width, aligned, fill_rounds,
-                                           register_tiles, programs, fewest)
+                                           register_tiles, programs)
     register_cut = _register_cut(n_cols, tile, segment_bytes, elem, register_tiles)
     # the slots, and 1 KB for the barriers and the reductions' scratch (a few hundred bytes)
     if programs_per_sm * (tensors * slots * tile * elem + 1024 + PROGRAM_RESERVED_BYTES) > SM_SHARED_BYTES:
@@ -1167,15 +1147,14 @@ def _last_tile_part_rows(segment_cols: int, tile: int, width: int, tile_loop: bo
 def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int, num_warps: int,
                        segment_bytes: int, max_polls: int, tile_loop: bool = False, launch=_direct,
                        part_rows: int = 0, programs_per_sm: int = 1, aligned: bool = False,
-                       lag: bool = False, rows_dynamic: bool = False, fewest: bool = False) -> None:
+                       lag: bool = False, rows_dynamic: bool = False) -> None:
     """Launch the tma-stream forward from x into y (both contiguous, x eligible: tma_forward_eligible), through
     launch(kernel, grid, *args, **kwargs); tile_loop: the kernel's TILE_LOOP; part_rows: view rows of the boxes an
     item's last tile is asked for in (0: _last_tile_part_rows's choice); programs_per_sm: programs an SM, each
     holding segment_bytes of slots (under SM_SHARED_BYTES together); aligned: rows that do not start on a view row
     cut so that only a row's first segment straddles one (_segments, the kernel's ALIGNED); lag: each program holds
     two items of half the slots each (_tma_lag_fwd_kernel); rows_dynamic: groups of a row's programs take whole rows
-    from a counter (the kernel's ROWS_DYNAMIC), where the grid is whole groups and holds fewer groups than rows;
-    fewest: rows of partial vectors in their fewest segments (_cut; unlagged only)."""
+    from a counter (the kernel's ROWS_DYNAMIC), where the grid is whole groups and holds fewer groups than rows."""
     vec = 16 // x.element_size()
     # rows of whole vectors with a view row width dividing the tensor have no loose elements
     loose = 0 if x.shape[1] % vec == 0 and _view_width(x) else triton.next_power_of_2(
@@ -1192,10 +1171,8 @@ def tma_stream_forward(y: torch.Tensor, x: torch.Tensor, vectors_per_thread: int
         launch(_tma_lag_fwd_kernel, shape.grid, y, x, shape.descriptor(x), shape.slots, *x.shape, shape.n_segments,
                shape.segment_cols, max_polls, LOOSE=loose, ALIGNED=aligned, **shape.constexprs)
         return
-    # the fewest segments only for rows of partial vectors: whole-vector rows off view rows lost 1.3-1.4% by them on
-    # an H200 (round 204: 97,000 and 125,000), rows of partial vectors gained 0.6-6.6%
     shape = _launch_shape(x, vectors_per_thread, num_warps, segment_bytes, width, programs_per_sm, aligned=aligned,
-                          rows_dynamic=rows_dynamic, fewest=fewest and x.shape[1] % vec != 0)
+                          rows_dynamic=rows_dynamic)
     part_rows = part_rows or _last_tile_part_rows(shape.segment_cols, shape.constexprs["TILE"], width, tile_loop)
     # the block only where an item has loose elements: always with the even cut (only a row's first and last items
     # have any), on view rows only for rows of many segments (round 198: rows of 17-62 gained 1.3-3.4%, of 9-13

@@ -1320,8 +1320,6 @@ class Plan(NamedTuple):
                        # rounds 168-170; rows off view rows since round 173)
     rows_dynamic: bool = False  # forward tma-stream: groups of a row's programs take whole rows from a counter where
                                 # the grid is whole groups (gluon_softmax's ROWS_DYNAMIC; round 182)
-    fewest_segments: bool = False  # forward tma-stream: rows of partial vectors in the fewest segments that fit the
-                                   # slots where the items outnumber the programs (gluon_softmax._cut; round 204b)
     exact_cols: bool = False  # the row applies only to rows of exactly max_cols columns, in a multiple of
                               # rows_per_program rows (rows-lanes: no masks)
 
@@ -1596,9 +1594,8 @@ SOFTMAX_PLANS = (
          view_rows=True, rows_dynamic=True),
     Plan("forward",     65536,        2,  0, "tile",       2,     0,    32,    1,    0,      0, 4, True),
     Plan("forward",    131072,        2,  2, "tma-stream", 4,    0,     4,    4,    0,  49152, tile_loop=True,
-         min_l2_bytes=L2_60_MB, fewest_segments=True),
-    Plan("forward",    131072,        2,  2, "tma-stream", 2,    0,     8,    4,    0,  49152, tile_loop=True,
-         fewest_segments=True),
+         min_l2_bytes=L2_60_MB),
+    Plan("forward",    131072,        2,  2, "tma-stream", 2,    0,     8,    4,    0,  49152, tile_loop=True),
     Plan("forward",    131072,        2,  2, "tile",       2,     0,    32,    1,    0,      0, 2, True),
     Plan("forward",    131072,        2,  2, "tile",       2,     0,    32,    1,    0,      0, 2, partial_vectors=True,
          edges_apart=True),
@@ -1872,8 +1869,7 @@ def _tma_fits(op: str, plan: Plan, n_rows: int, n_cols: int, elem_bytes: int, sm
     always on the interpreter, which runs programs one after another and never waits)."""
     return _interpreting() or _gluon_softmax().fits_grid(
         op, n_rows, n_cols, elem_bytes, plan.rows_per_program, plan.num_warps, int(plan.segment_bytes),
-        plan.programs_per_sm, sm_count, plan.aligned, plan.fill_rounds, plan.register_tiles, plan.lag,
-        plan.fewest_segments)
+        plan.programs_per_sm, sm_count, plan.aligned, plan.fill_rounds, plan.register_tiles, plan.lag)
 
 
 @functools.lru_cache(maxsize=None)
@@ -2333,7 +2329,7 @@ def _launch_forward_path(y, x, plan, align, max_segments=0):
         _gluon_softmax().tma_stream_forward(y, x, plan.rows_per_program, plan.num_warps, plan.segment_bytes,
                                             _max_polls(), plan.tile_loop, launch=_launch,
                                             programs_per_sm=plan.programs_per_sm, aligned=plan.aligned, lag=plan.lag,
-                                            rows_dynamic=plan.rows_dynamic, fewest=plan.fewest_segments)
+                                            rows_dynamic=plan.rows_dynamic)
     else:
         _forward_tile_stream(y, x, plan.rows_per_program, plan.num_warps, plan.programs_per_sm, plan.segment_bytes,
                              align, plan.unroll, log2, one_warp_from=plan.one_warp_from,

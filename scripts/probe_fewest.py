@@ -11,7 +11,11 @@ every such row (it missed: whole-vector rows lost); round 204b rows of partial v
 had timed (ROUND_204B).
 
     git show 44abfc9:kernels/triton_softmax.py > scripts/before_sm.py   # the table before round 204
+    git apply notes/probes/2026-11-27-round-204b-fewest-segments.patch   # round 204b's kernels/ and tests
     AB_BEFORE=scripts/before_sm.py python scripts/probe_fewest.py h200   # Hopper; $OUT/probe_fewest.json; exit 0: ship
+
+Neither round met its rule (notes/kernels.md), so kernels/ does not hold the change; the patch (against 44abfc9)
+does, with its CPU and GPU tests.
 """
 import statistics
 import sys

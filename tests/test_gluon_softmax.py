@@ -143,9 +143,7 @@ def test_the_dispatcher_passes_a_rows_cut_to_the_launcher(monkeypatch):
         assert args[2:5] == (4, 4, 32768) and args[6] is True
         assert (kwargs["programs_per_sm"], kwargs["aligned"], kwargs["rows_dynamic"]) == (6, aligned, False)
     sm._run_forward_plan(torch.empty_like(x), x, plan._replace(rows_dynamic=True), 4)
-    assert calls[-1][1]["rows_dynamic"] is True and calls[-1][1]["fewest"] is False
-    sm._run_forward_plan(torch.empty_like(x), x, plan._replace(fewest_segments=True), 4)
-    assert calls[-1][1]["fewest"] is True
+    assert calls[-1][1]["rows_dynamic"] is True
     launcher.tma_stream_backward = lambda *args, **kwargs: calls.append((args, kwargs))
     plan = sm.Plan("backward", 1000, 0, 0, "tma-stream", 4, 0, 4, 6, 0, 32768, whole_vectors=True)
     sm._run_backward_plan(torch.empty_like(x), x, x, plan, 4)
@@ -277,89 +275,6 @@ def test_vector_cut_leaves_partial_vectors_only_at_a_rows_ends(n_cols, elem_byte
         assert edge == row_first + n_cols
     if not edge_step:
         assert longer_last == (n_segments * segment_cols - n_cols < vec - 1)
-
-
-# 2-byte rows off view rows of 65,537-131,072 on either GPU's launch (4 programs of 6 slots of 8 KB tiles) take their
-# fewest segments (round 204): 65,541 and 72,959 in 3 (4 before), 72,961 (the first too long for 3) in 4, 90,001 in 4 (5), 97,000
-# (whole vectors) in 4, 100,001 in 5 (as before), 110,001 in 5 (6), 125,000 in 6 (7).
-@pytest.mark.parametrize("n_cols,count,before", [(65541, 3, 4), (72959, 3, 4), (72961, 4, 4), (90001, 4, 5),
-                                                 (97000, 4, 5), (100001, 5, 5), (110001, 5, 6), (125000, 6, 7)])
-def test_fewest_segments_fit_the_slots_at_every_offset(n_cols, count, before, monkeypatch):
-    """The fewest segments of an even cut: one fewer would not fit the slots at a row's worst offset in a view row,
-    and for rows at every offset in a view row, with the row's ends shortened (EDGE_SHORTEN), every segment fits."""
-    vec, width, tile, slots = 8, 256, 4096, 6
-    assert gs._segments(n_cols, tile, slots * tile * 2, 2, width)[0] == before
-    n_segments, segment_cols, planned = gs._segments(n_cols, tile, slots * tile * 2, 2, width, fewest=True)
-    assert (n_segments, planned <= slots) == (count, True)
-    fewer_cols = -(-(-(-n_cols // (count - 1))) // vec) * vec
-    assert -(-(fewer_cols + width - 1) // tile) > slots  # one segment fewer does not fit
-    launch = types.SimpleNamespace(n_segments=n_segments, segment_cols=segment_cols,
-                                   constexprs={"SLOTS": planned, "TILE": tile})
-    edge_step = gs._edge_step(launch, n_cols, width, vec) if n_cols % vec else 0
-    for row in range(2 * width):
-        edge = row * n_cols
-        for segment in range(n_segments):
-            first, end = cut_span(row, segment, n_segments, segment_cols, n_cols, vec, edge_step)
-            assert first == edge and end > first, (row, segment)
-            assert -(-(end - first // width * width) // tile) <= planned, (row, segment)
-            edge = end
-        assert edge == (row + 1) * n_cols
-
-
-def test_fewest_segments_apply_only_where_the_items_outnumber_the_programs(monkeypatch):
-    """A grid of one round keeps more, shorter segments: 100 rows of 65,541 in 3 segments would leave 228 of 528
-    programs idle, so they keep 4; 300 rows take 3. Rows of whole view rows and aligned cuts are never touched."""
-    programs, cut = 4 * 132, gs._cut
-    assert cut(100, 65541, 4096, 49152, 2, 256, False, False, 0, programs, fewest=True)[0] == 4
-    assert cut(300, 65541, 4096, 49152, 2, 256, False, False, 0, programs, fewest=True)[0] == 3
-    assert cut(300, 65541, 4096, 49152, 2, 256, False, False, 0, programs)[0] == 4
-    assert cut(300, 65536, 4096, 49152, 2, 256, False, False, 0, programs, fewest=True) == gs._segments(
-        65536, 4096, 49152, 2, 256)
-    assert cut(300, 65541, 4096, 49152, 2, 256, True, False, 0, programs, fewest=True) == gs._segments(
-        65541, 4096, 49152, 2, 256, aligned=True)
-    monkeypatch.setattr(gs, "_device_facts", lambda device: (50, 132))
-    for n_rows, count in ((100, 4), (300, 3)):
-        shape = gs._launch_shape(torch.empty(n_rows, 65541, dtype=torch.bfloat16), 4, 4, 49152, 256, 4, fewest=True)
-        assert shape.n_segments == count, n_rows
-    assert gs.fits_grid("forward", 300, 65541, 2, 4, 4, 49152, 4, 132, fewest=True)
-
-
-def test_the_launcher_cuts_only_rows_of_partial_vectors_in_their_fewest_segments(monkeypatch):
-    """Round 204b: whole-vector rows off view rows (97,000: they lost 1.3% by it on an H200) keep their cut under a
-    fewest_segments row; rows of partial vectors (97,001) take the fewest; fits_grid asks for the cut the launch
-    takes."""
-    seen = []
-
-    def stop(*args, **kwargs):
-        seen.append(kwargs["fewest"])
-        raise InterruptedError
-    monkeypatch.setattr(gs, "_launch_shape", stop)
-    for n_cols in (97000, 97001):
-        x = torch.empty(600, n_cols, dtype=torch.bfloat16)
-        with pytest.raises(InterruptedError):
-            gs.tma_stream_forward(torch.empty_like(x), x, 4, 4, 49152, 0, True, programs_per_sm=4, fewest=True)
-    assert seen == [False, True]
-    cuts = []
-    monkeypatch.setattr(gs, "_cut", lambda *args: cuts.append(args[-1]) or (1, 1, 1))
-    for n_cols in (97000, 97001):
-        assert gs.fits_grid("forward", 600, n_cols, 2, 4, 4, 49152, 4, 132, fewest=True)
-    assert cuts == [False, True]
-
-
-@pytest.mark.parametrize("gpu_l2_mb", [50, 60], ids=["h100-l2", "h200-l2"])
-def test_only_two_byte_rows_off_view_rows_to_131072_take_their_fewest_segments(gpu_l2_mb, monkeypatch):
-    """The table's fewest_segments rows (round 204): 2-byte rows off view rows of 65,537-131,072 with 2 rows an SM or
-    more on both GPUs (the launcher then cuts only those of partial vectors so); not rows of whole view rows, fp32
-    rows or 2-byte rows past 131,072."""
-    monkeypatch.setattr(sm, "_l2_bytes", lambda device: gpu_l2_mb << 20)
-    monkeypatch.setattr(sm, "_sm_count", lambda device: 132)
-    for n_cols, elem_bytes, align, fewest in ((65541, 2, 1, True), (97000, 2, 8, True), (100001, 2, 1, True),
-                                              (131071, 2, 1, True), (65792, 2, 8, False), (131077, 2, 1, False),
-                                              (65541, 4, 1, False), (100000, 4, 4, False)):
-        plan = sm._select_plan("forward", 300, n_cols, elem_bytes, DEVICE, align, True)
-        assert (plan.path, plan.fewest_segments) == ("tma-stream", fewest), (n_cols, elem_bytes, plan)
-    assert [plan for plan in sm.SOFTMAX_PLANS if plan.fewest_segments and (plan.elem_bytes != 2 or plan.op !=
-            "forward" or plan.max_cols != 131072 or plan.view_rows or plan.aligned or plan.lag)] == []
 
 
 @pytest.mark.parametrize("n_cols,tile_loop,apart", [(100000, False, True), (100001, False, True),
@@ -721,33 +636,16 @@ def test_shortened_row_ends_match_float64(n_rows, n_cols, dtype, share, monkeypa
 
 
 def launch_checked(x: torch.Tensor, programs: int, slots: int, vectors: int, warps: int, aligned: bool,
-                   equal_nan: bool = False, fewest: bool = False) -> None:
+                   equal_nan: bool = False) -> None:
     """One tma-stream launch of 8 KB-slot programs (a tile loop) against float64 on every element, waiting for
-    siblings and with no wait at all (the cold path); equal_nan: NaN where float64 has NaN (rows of only -inf);
-    fewest: rows off view rows in their fewest segments."""
+    siblings and with no wait at all (the cold path); equal_nan: NaN where float64 has NaN (rows of only -inf)."""
     atol, rtol = FORWARD_TOL[x.dtype]
     for max_polls in (sm._max_polls(), 0):
         y = torch.empty_like(x)
         gs.tma_stream_forward(y, x, vectors, warps, slots * 8192, max_polls, True, programs_per_sm=programs,
-                              aligned=aligned, fewest=fewest)
+                              aligned=aligned)
         torch.testing.assert_close(y.double(), torch.softmax(x.double(), -1), atol=atol, rtol=rtol,
                                    equal_nan=equal_nan)
-
-
-# 2-byte rows of partial vectors in their fewest segments (round 204b) on both GPUs' launches (4 of 6 on 4 warps of 4
-# vectors and on 8 of 2), enough rows that the items outnumber the programs: 65,541 and 70,001 in 3 segments (the ends
-# shortened), 90,001 and 95,001 in 4, 110,001 in 5; 97,000 (whole vectors, a tail past the view) keeps its 5; waiting
-# for siblings and with no wait at all; and through the dispatcher.
-@on_hopper
-@pytest.mark.parametrize("vectors,warps", [(4, 4), (2, 8)])
-@pytest.mark.parametrize("n_rows,n_cols,dtype", [(700, 65541, torch.bfloat16), (700, 70001, torch.float16),
-                                                 (600, 90001, torch.bfloat16), (600, 95001, torch.float16),
-                                                 (600, 97000, torch.float16), (500, 110001, torch.bfloat16)], ids=str)
-def test_fewest_segments_match_float64(n_rows, n_cols, dtype, vectors, warps):
-    x = long_rows(n_rows, n_cols, seed=6, dtype=dtype)
-    launch_checked(x, 4, 6, vectors, warps, aligned=False, fewest=True)
-    if (vectors, warps) == (4, 4):
-        forward_checked(x, expect_tma=True)
 
 
 # Rows off view rows cut on view rows (ALIGNED, round 129), with every slot a segment: rows of partial vectors (300 x
