@@ -246,7 +246,7 @@ def test_vector_cut_leaves_partial_vectors_only_at_a_rows_ends(n_cols, elem_byte
     after the first starts on a 16-byte vector, so that only a row's first and last segments hold partial vectors,
     and each fits the launch's slots at its offset in a view row (65,567: the segments' columns exceed the row's by
     one, so a row's last segment takes more than segment_cols). With a row's first and last segments shortened
-    (EDGE_SHORTEN, round 203; 0.5 asks for more than the slots or the last segment allow, and _edge_step caps it),
+    (EDGE_SHORTEN, round 203b; 0.5 asks for more than the slots or the last segment allow, and _edge_step caps it),
     each is edge_step (n_segments - 2) / 2 shorter than unshortened and every segment still fits."""
     vec, width = 16 // elem_bytes, 512 // elem_bytes
     tile = warps * 32 * vectors * 16 // elem_bytes
@@ -621,7 +621,7 @@ def test_narrow_tiles_match_float64(n_rows, n_cols, dtype, programs, slots, vect
     launch_checked(long_rows(n_rows, n_cols, seed=3, dtype=dtype), programs, slots, vectors, warps, aligned=False)
 
 
-# A row's first and last segments shortened on the even cut (EDGE_SHORTEN, round 203), by a share and by more than the
+# A row's first and last segments shortened on the even cut (EDGE_SHORTEN, round 203b), by a share and by more than the
 # slots allow (capped): rows of partial vectors of 4, 5 and 10 segments on the H200's launch (4 of 6 on 4 warps), the
 # last segments of 65,567 run past segment_cols; waiting for siblings and with no wait at all (the cold path reads a
 # missing sibling's segment as _segment_span cuts it, shift included).
