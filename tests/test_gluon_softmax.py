@@ -219,7 +219,7 @@ def test_aligned_segments_cover_the_row_within_the_slots(n_cols, elem_bytes, slo
     assert max(counts) == n_segments  # no row has a segment too few, and some row uses every one
 
 
-def edge_shift(boundary: int, n_segments: int, edge_step: int, vec: int) -> int:
+def edge_shift(boundary: int, n_segments: int, edge_step: int) -> int:
     """gluon_softmax._edge_shift in Python (edge_step is even, so the halving is exact either way)."""
     if not 0 < boundary < n_segments:
         return 0
@@ -229,8 +229,8 @@ def edge_shift(boundary: int, n_segments: int, edge_step: int, vec: int) -> int:
 def cut_span(row: int, segment: int, n_segments: int, segment_cols: int, n_cols: int, vec: int, edge_step: int):
     """(first, end) of a row's segment as _segment_span computes them with CUT and edge_step."""
     row_first, lead = row * n_cols, row * n_cols % vec
-    start = segment * segment_cols - lead + edge_shift(segment, n_segments, edge_step, vec)
-    stop = (segment + 1) * segment_cols - lead + edge_shift(segment + 1, n_segments, edge_step, vec)
+    start = segment * segment_cols - lead + edge_shift(segment, n_segments, edge_step)
+    stop = (segment + 1) * segment_cols - lead + edge_shift(segment + 1, n_segments, edge_step)
     first = n_cols if segment * segment_cols >= n_cols else min(max(start, 0), n_cols)
     end = n_cols if (segment + 1) * segment_cols >= n_cols else min(stop, n_cols)
     return row_first + first, row_first + end
