@@ -37,16 +37,18 @@ def table_rows_forward(x):
 
 
 def time_replays(graph, flush) -> dict:
-    """Median and p20-p80 of REPS replays (us), each after flush(), timed by CUDA events around the replay."""
+    """Median and p20-p80 of REPS replays (us), each after flush(), timed by CUDA events around the replay (graph: a
+    CUDA graph, or any callable, called directly)."""
+    call = graph.replay if isinstance(graph, torch.cuda.CUDAGraph) else graph
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(REPS)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(REPS)]
     for _ in range(10):
         flush()
-        graph.replay()
+        call()
     for s, e in zip(starts, ends):
         flush()
         s.record()
-        graph.replay()
+        call()
         e.record()
     torch.cuda.synchronize()
     us = sorted(s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends))
@@ -93,5 +95,44 @@ def flush_probe(out: list) -> None:
             torch.cuda.empty_cache()
 
 
+# (rows, cols, dtype): the H200's short 2-byte sweep shapes at the sweep's 2^27 elements, and an fp32 one
+SHARE_SHAPES = [(2048, 65536, "bfloat16"), (1024, 131072, "bfloat16"), (1342, 100001, "bfloat16"),
+                (128, 1048576, "float16"), (1024, 131072, "float32")]
+
+
+def share_probe(out: list) -> None:
+    """Round 206: the dispatcher's share of the ceiling copy (1 GiB a tensor, called directly as measure.ceiling
+    does) under do_bench's write flush and under a read flush, at SHARE_SHAPES (graph replays, as the runs time
+    them), and a copy of a 2-byte sweep call's bytes (256 MiB, called directly)."""
+    protocols = {k: v for k, v in flushes().items() if k != "none"}
+    copies = {}
+    for mib in (1024, 256):
+        a = torch.randn(mib << 18, device="cuda")
+        b = torch.empty_like(a)
+        for f, flush in protocols.items():
+            t = time_replays(lambda: b.copy_(a), flush)
+            copies[(mib, f)] = 2 * a.numel() * 4 / t["us"] / 1e3
+            out.append(dict(impl=f"copy {mib} MiB (direct)", flush=f, gbs=copies[(mib, f)], **t))
+            print(f"copy {mib} MiB flush {f}: {t['us']:.2f} us, {copies[(mib, f)]:.0f} GB/s", flush=True)
+        del a, b
+    for rows, cols, dtype in SHARE_SHAPES:
+        x = (torch.randn(rows, cols, device="cuda") * 2).to(getattr(torch, dtype))
+        ref, scale = softmax_reference(x)
+        assert check(sm.softmax_forward(x), ref, dtype, scale)["passed"], (rows, cols, dtype)
+        del ref, scale
+        graph = capture_graph(sm.softmax_forward, (x,))
+        moved = 2 * x.numel() * x.element_size()
+        for f, flush in protocols.items():
+            t = time_replays(graph, flush)
+            gbs = moved / t["us"] / 1e3
+            line = dict(impl="dispatcher", rows=rows, cols=cols, dtype=dtype, flush=f, gbs=gbs,
+                        share=gbs / copies[(1024, f)], **t)
+            out.append(line)
+            print(f"{rows}x{cols} {dtype} flush {f}: {t['us']:.2f} us, {gbs:.0f} GB/s, "
+                  f"{100 * line['share']:.1f}% of this flush's copy", flush=True)
+        del x, graph
+        torch.cuda.empty_cache()
+
+
 if __name__ == "__main__":
-    run_probes({"flush": flush_probe}, ["flush"], "probe_flush.json")
+    run_probes({"flush": flush_probe, "share": share_probe}, sys.argv[1:] or ["flush"], "probe_flush.json")
