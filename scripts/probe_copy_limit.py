@@ -27,30 +27,60 @@ ELEMENTS = 1 << 27
 
 
 @triton.jit
+def vector_load(ptrs, ASM: tl.constexpr):
+    """fp32 values at ptrs, four consecutive elements of a thread read by one asm load (their layout must hold four
+    consecutive elements a thread: every output is checked). Round 205's loads with an L2 fill size."""
+    return tl.inline_asm_elementwise(ASM, "=r,=r,=r,=r,l,l,l,l", [ptrs], dtype=tl.float32, is_pure=True, pack=4)
+
+
+@triton.jit
+def _copy_block(output_ptr, input_ptr, block, BLOCK_SIZE: tl.constexpr, LOAD_EVICT: tl.constexpr,
+                STORE_CACHE: tl.constexpr, STORE_EVICT: tl.constexpr, ASM: tl.constexpr):
+    """output = input on block's BLOCK_SIZE elements, read by tl.load or (ASM) by vector_load."""
+    offsets = block.to(tl.int64) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    if ASM == "":
+        x = tl.load(input_ptr + offsets, eviction_policy=LOAD_EVICT)
+    else:
+        x = vector_load(input_ptr + offsets, ASM)
+    tl.store(output_ptr + offsets, x, cache_modifier=STORE_CACHE, eviction_policy=STORE_EVICT)
+
+
+@triton.jit
 def _copy_kernel(output_ptr, input_ptr, n_blocks, BLOCK_SIZE: tl.constexpr, LOAD_EVICT: tl.constexpr,
-                 STORE_CACHE: tl.constexpr, STORE_EVICT: tl.constexpr, PERSISTENT: tl.constexpr):
+                 STORE_CACHE: tl.constexpr, STORE_EVICT: tl.constexpr, PERSISTENT: tl.constexpr, ASM: tl.constexpr):
     """output = input in BLOCK_SIZE blocks: block program_id (PERSISTENT: blocks program_id, + num_programs, ...)."""
     if PERSISTENT:
         for block in range(tl.program_id(0), n_blocks, tl.num_programs(0)):
-            offsets = block.to(tl.int64) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-            tl.store(output_ptr + offsets, tl.load(input_ptr + offsets, eviction_policy=LOAD_EVICT),
-                     cache_modifier=STORE_CACHE, eviction_policy=STORE_EVICT)
+            _copy_block(output_ptr, input_ptr, block, BLOCK_SIZE, LOAD_EVICT, STORE_CACHE, STORE_EVICT, ASM)
     else:
-        offsets = tl.program_id(0).to(tl.int64) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-        tl.store(output_ptr + offsets, tl.load(input_ptr + offsets, eviction_policy=LOAD_EVICT),
-                 cache_modifier=STORE_CACHE, eviction_policy=STORE_EVICT)
+        _copy_block(output_ptr, input_ptr, tl.program_id(0), BLOCK_SIZE, LOAD_EVICT, STORE_CACHE, STORE_EVICT, ASM)
 
 
 def triton_copy(block: int, warps: int, load_evict: str = "", store_cache: str = "", store_evict: str = "",
-                persistent: int = 0):
-    """A copy callable (persistent: programs an SM, 0 for one program a block)."""
+                persistent: int = 0, asm: str = ""):
+    """A copy callable (persistent: programs an SM, 0 for one program a block; asm: vector_load's load, "" for
+    tl.load)."""
     def run(y, x):
         n_blocks = x.numel() // block
-        sms = torch.cuda.get_device_properties(x.device).multi_processor_count
-        grid = (min(n_blocks, persistent * sms) if persistent else n_blocks,)
+        programs = n_blocks
+        if persistent:  # asks the driver only here, so that the copy runs under the interpreter too
+            programs = min(n_blocks, persistent * torch.cuda.get_device_properties(x.device).multi_processor_count)
+        grid = (programs,)
         _copy_kernel[grid](y, x, n_blocks, BLOCK_SIZE=block, LOAD_EVICT=load_evict, STORE_CACHE=store_cache,
-                           STORE_EVICT=store_evict, PERSISTENT=bool(persistent), num_warps=warps)
+                           STORE_EVICT=store_evict, PERSISTENT=bool(persistent), ASM=asm, num_warps=warps)
     return run
+
+
+def report(out: list, probe: str, times: dict, base: str, moved: int) -> None:
+    """Print and keep a line per variant: its trials' ms, median, GB/s and speed against the variant named base."""
+    base_ms = statistics.median(times[base])
+    for label, ms in times.items():
+        median = statistics.median(ms)
+        line = {"probe": probe, "variant": label, "ms": ms, "median_ms": median, "gbs": moved / median / 1e6,
+                "vs_copy_": base_ms / median}
+        print(f"{label:48s} {line['gbs']:6.0f} GB/s, {line['vs_copy_']:.4f} of {base}; "
+              + " ".join(f"{t * 1e3:.1f}" for t in ms), flush=True)
+        out.append(line)
 
 
 COPIES = [
@@ -92,15 +122,7 @@ def copy_limit(out: list, trials: int = 5, n: int = 2048) -> None:
                 times[label].append(bench(lambda: fn(y, x))["median_ms"])
         del x, y, spacer
         torch.cuda.empty_cache()
-    moved = 2 * ELEMENTS * 4
-    ceiling = statistics.median(times["copy_ (the ceiling's)"])
-    for label, ms in times.items():
-        median = statistics.median(ms)
-        line = {"probe": f"fp32, {ELEMENTS} elements", "variant": label, "ms": ms, "median_ms": median,
-                "gbs": moved / median / 1e6, "vs_copy_": ceiling / median}
-        print(f"{label:48s} {line['gbs']:6.0f} GB/s, {line['vs_copy_']:.4f} of copy_; "
-              + " ".join(f"{t * 1e3:.1f}" for t in ms), flush=True)
-        out.append(line)
+    report(out, f"fp32, {ELEMENTS} elements", times, "copy_ (the ceiling's)", 2 * ELEMENTS * 4)
 
 
 if __name__ == "__main__":

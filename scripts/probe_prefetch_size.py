@@ -12,7 +12,6 @@ the product's register kernels and of torch.compile's kernels alike; the L2 pref
 
     python scripts/probe_prefetch_size.py [copy] [lanes]   # on a CUDA machine; $OUT/probe_prefetch_size.json
 """
-import statistics
 import sys
 from pathlib import Path
 
@@ -21,7 +20,10 @@ import triton
 import triton.language as tl
 from triton.language.extra.cuda import libdevice
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kernels.triton_softmax import _nan_max  # noqa: E402
+from probe_copy_limit import report, triton_copy, vector_load  # noqa: E402
 from probe_long_rows import save_results, sm, timed, warm_up_gpu  # noqa: E402
 from probe_trials import ab_trials  # noqa: E402
 
@@ -35,30 +37,6 @@ LOADS = {
 
 
 @triton.jit
-def _vector_load(ptrs, ASM: tl.constexpr):
-    """fp32 values at ptrs, four consecutive elements of a thread read by one asm load (their layout must hold four
-    consecutive elements a thread: every output is checked)."""
-    return tl.inline_asm_elementwise(ASM, "=r,=r,=r,=r,l,l,l,l", [ptrs], dtype=tl.float32, is_pure=True, pack=4)
-
-
-@triton.jit
-def _copy_kernel(output_ptr, input_ptr, BLOCK_SIZE: tl.constexpr, ASM: tl.constexpr):
-    """output = input, BLOCK_SIZE elements a program (the tensor a multiple of it)."""
-    offsets = tl.program_id(0).to(tl.int64) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    if ASM == "":
-        x = tl.load(input_ptr + offsets)
-    else:
-        x = _vector_load(input_ptr + offsets, ASM)
-    tl.store(output_ptr + offsets, x)
-
-
-@triton.jit
-def _nan_max(a, b):
-    """max of a and b, NaN if either is NaN."""
-    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
-
-
-@triton.jit
 def _lanes_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, ROWS_PER_PROGRAM: tl.constexpr,
                   BLOCK_SIZE: tl.constexpr, ASM: tl.constexpr):
     """kernels/triton_softmax._rows_lanes_fwd_kernel (int32 offsets, libdevice exps) with its first read as ASM."""
@@ -68,7 +46,7 @@ def _lanes_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, RO
     if ASM == "":
         x = tl.load(input_ptrs, eviction_policy="evict_last")
     else:
-        x = _vector_load(input_ptrs, ASM)
+        x = vector_load(input_ptrs, ASM)
     lane_max = _nan_max(tl.full([ROWS_PER_PROGRAM, BLOCK_SIZE], float("-inf"), tl.float32), x)
     no_max = lane_max == float("-inf")
     lane_sum = (0.0 * tl.where(no_max, 1.0, libdevice.exp(float("-inf") - lane_max))
@@ -77,13 +55,6 @@ def _lanes_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, RO
     row_sum = tl.sum(lane_sum * libdevice.exp(tl.where(row_max == float("-inf"), 0.0, lane_max - row_max)), 1)[:, None]
     x = tl.load(input_ptrs, eviction_policy="evict_first")
     tl.store(output_ptr + rows * output_row_stride + cols, libdevice.exp(x - row_max) / row_sum)
-
-
-def triton_copy(asm: str, block: int = 4096, warps: int = 8):
-    """A copy callable: _copy_kernel with this load."""
-    def run(y, x):
-        _copy_kernel[(x.numel() // block,)](y, x, BLOCK_SIZE=block, ASM=asm, num_warps=warps)
-    return run
 
 
 def lanes(asm: str, rows_per_program: int, warps: int):
@@ -101,8 +72,8 @@ def lanes(asm: str, rows_per_program: int, warps: int):
 
 def copy(out: list, trials: int = 5) -> None:
     """torch's copy_ and the Triton copies of 1 GiB float32, alternating order, each Triton copy checked bit for bit."""
-    variants = [("torch copy_", lambda y, x: y.copy_(x)), ("triton plain tl.load", triton_copy(""))]
-    variants += [(f"triton asm {name}", triton_copy(asm)) for name, asm in LOADS.items()]
+    variants = [("torch copy_", lambda y, x: y.copy_(x)), ("triton plain tl.load", triton_copy(4096, 8))]
+    variants += [(f"triton asm {name}", triton_copy(4096, 8, asm=asm)) for name, asm in LOADS.items()]
     times = {label: [] for label, _ in variants}
     for trial in range(trials):
         spacer = torch.empty((trial + 1) * (7 << 20), dtype=torch.uint8, device="cuda")
@@ -115,13 +86,7 @@ def copy(out: list, trials: int = 5) -> None:
             del y
         del x, spacer
         torch.cuda.empty_cache()
-    base = statistics.median(times["torch copy_"])
-    for label, ms in times.items():
-        line = {"probe": "copy 1 GiB float32", "variant": label, "ms": ms, "median_ms": statistics.median(ms),
-                "gbs": 2 * (1 << 30) / statistics.median(ms) / 1e6, "vs_copy_": base / statistics.median(ms)}
-        print(f"{label}: {line['gbs']:.0f} GB/s, {line['vs_copy_']:.4f} of copy_; " + " ".join(f"{t:.4f}" for t in ms),
-              flush=True)
-        out.append(line)
+    report(out, "copy 1 GiB float32", times, "torch copy_", 2 * (1 << 30))
 
 
 TILES = {2048: (2, 16), 4096: (1, 16), 8192: (1, 16)}  # the product's rows-lanes tiles (8,192: round 189's probe)
